@@ -1,0 +1,3 @@
+from ehtool.cli import main
+
+main()

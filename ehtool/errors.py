@@ -1,0 +1,65 @@
+"""Errors that the command line turns into one-line messages and exit codes.
+
+Exit codes (documented in README.md and the man pages):
+
+* 0 success
+* 1 unreadable or invalid input (a file, a perf.data record, a batch line)
+* 2 usage error (bad option or argument; click's own code)
+* 3 the event was not written because no session has it enabled
+  (``ehtool write --require-enabled``)
+* 4 the kernel interface failed (no tracefs, no user_events, permission, conflict)
+* 5 an external program failed (``perf`` missing or exited abnormally)
+"""
+
+from __future__ import annotations
+
+EXIT_INPUT = 1
+EXIT_USAGE = 2
+EXIT_DISABLED = 3
+EXIT_KERNEL = 4
+EXIT_EXTERNAL = 5
+
+
+class EhtoolError(Exception):
+    """An error with a user-facing one-line message and an exit code."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class InputError(EhtoolError):
+    """Bad input: names the file and, when known, the byte offset."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, path: str | None = None, offset: int | None = None) -> None:
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if offset is not None:
+            where.append(f"offset {offset:#x}")
+        super().__init__(f"{': '.join(where)}: {message}" if where else message)
+        self.path = path
+        self.offset = offset
+
+
+class UsageError(EhtoolError):
+    """A bad argument that click's own validation cannot see."""
+
+    exit_code = EXIT_USAGE
+
+
+class KernelError(EhtoolError):
+    """The kernel's user_events or tracefs interface refused or is missing."""
+
+    exit_code = EXIT_KERNEL
+
+
+class ExternalError(EhtoolError):
+    """An external program (perf) is missing or failed."""
+
+    exit_code = EXIT_EXTERNAL

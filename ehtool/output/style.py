@@ -1,0 +1,52 @@
+"""JSON spacing shared by every writer.
+
+perf-decode writes with its *Space* flag: ``{ "n": "x", "a": 1, "meta": { ... } }``,
+arrays ``[ 1, 2 ]`` and ``[ ]`` when empty. The compact style is what its unit
+tests wrote: ``{"n":"x","a":1,"meta":{...}}``. Renderers build members as
+``style.sep + key + style.colon + value`` and objects as
+``b"{" + style.first + first_member + members + style.close_obj``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class JsonStyle:
+    """Separators for one output style (``space=True`` is perf-decode's)."""
+
+    space: bool = True
+    #: append ``;tag=0xN`` to EventHeader field names whose tag is not zero
+    field_tags: bool = True
+    first: bytes = field(init=False)
+    sep: bytes = field(init=False)
+    colon: bytes = field(init=False)
+    close_obj: bytes = field(init=False)
+    close_arr: bytes = field(init=False)
+    empty_arr: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "first", b" " if self.space else b"")
+        set_(self, "sep", b", " if self.space else b",")
+        set_(self, "colon", b": " if self.space else b":")
+        set_(self, "close_obj", b" }" if self.space else b"}")
+        set_(self, "close_arr", b" ]" if self.space else b"]")
+        set_(self, "empty_arr", b"[ ]" if self.space else b"[]")
+
+    def obj(self, members: list[bytes]) -> bytes:
+        """An object from ``key + colon + value`` members."""
+        if not members:
+            return b"{ }" if self.space else b"{}"
+        return b"{" + self.first + self.sep.join(members) + self.close_obj
+
+    def arr(self, items: list[bytes]) -> bytes:
+        """An array from encoded items."""
+        if not items:
+            return self.empty_arr
+        return b"[" + self.first + self.sep.join(items) + self.close_arr
+
+
+SPACED = JsonStyle()
+COMPACT = JsonStyle(space=False, field_tags=False)
