@@ -1,0 +1,94 @@
+"""The JSON document around the events, framed exactly as perf-decode frames it.
+
+::
+
+    {
+    "perf.data": [
+      { ... },
+      { ... } ],
+    "other.data": [ ]
+    }
+
+With ``bom=True`` the document starts with a UTF-8 BOM, as perf-decode writes
+when its output is not a terminal. ``JsonLinesWriter`` writes one event per
+line instead, for ``jq -c`` and very large files.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from ehtool.output.style import SPACED, JsonStyle
+from ehtool.output.values import utf8_json
+
+BOM = b"\xef\xbb\xbf"
+
+
+class DocumentWriter:
+    """``{ "file": [ event, ... ], ... }`` written incrementally to a binary stream."""
+
+    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False) -> None:
+        self.out = out
+        # perf-decode puts each event on its own line after one space; the spaced
+        # style's value separator adds a second one
+        self._first = b"\n " + style.first
+        self._next = b",\n " + style.first
+        self._files = 0
+        self._events = 0
+        self._open = False
+        out.write((BOM if bom else b"") + b"{\n")
+
+    def begin_file(self, name: str) -> None:
+        """Start the array of one input file."""
+        key = utf8_json(name.encode("utf-8", "surrogateescape"))
+        self.out.write((b",\n" if self._files else b"") + key + b": [")
+        self._files += 1
+        self._events = 0
+        self._open = True
+
+    def events(self, events: list[bytes]) -> None:
+        """Write a batch of already-formatted events."""
+        if not events:
+            return
+        lead = self._next if self._events else self._first
+        self.out.write(lead + self._next.join(events))
+        self._events += len(events)
+
+    def event(self, event: bytes) -> None:
+        self.out.write((self._next if self._events else self._first) + event)
+        self._events += 1
+
+    def end_file(self) -> None:
+        if self._open:
+            self.out.write(b" ]")
+            self._open = False
+
+    def close(self) -> None:
+        """Close any open array and the document (always leaves valid JSON)."""
+        self.end_file()
+        self.out.write(b"\n}\n")
+
+
+class JsonLinesWriter:
+    """One JSON event object per line; the input file goes into each event's meta."""
+
+    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False) -> None:
+        self.out = out
+        if bom:
+            out.write(BOM)
+
+    def begin_file(self, name: str) -> None:
+        pass
+
+    def events(self, events: list[bytes]) -> None:
+        if events:
+            self.out.write(b"\n".join(events) + b"\n")
+
+    def event(self, event: bytes) -> None:
+        self.out.write(event + b"\n")
+
+    def end_file(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

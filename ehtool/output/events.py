@@ -1,0 +1,234 @@
+"""One perf sample -> one JSON event object, as perf-decode's ``AppendSampleAsJson``.
+
+``{ "n": "provider:event", <fields...>, "meta": { <meta...> } }``
+
+EventHeader samples are decoded by ``ehtool.eventheader.decoder``; every other
+tracepoint (and EventHeader events that are not self-describing or are
+malformed) is rendered from its tracefs format. A handler is built once per
+event description and cached, so the per-sample work is a dict lookup, the
+field renderer and a few byte joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ehtool.output.style import JsonStyle
+from ehtool.output.values import hex_int, latin1_json, utf8_json, uuid_json
+
+#: meta keys in perf-decode's order; the first twelve are its default set
+META_KEYS = (
+    "time", "cpu", "pid", "tid", "comm",
+    "id", "version", "level", "keyword", "opcode", "tag", "activity", "relatedActivity",
+    "provider", "event", "options", "flags", "common",
+)
+META_DEFAULT = frozenset(
+    ("time", "cpu", "pid", "tid", "id", "version", "level", "keyword", "opcode", "tag",
+     "activity", "relatedActivity")
+)
+_EH_DEFAULT = ("id", "version", "level", "keyword", "opcode", "tag", "activity", "relatedActivity")
+
+
+def parse_meta(spec: str) -> frozenset[str]:
+    """Parse ``--meta``: ``default``, ``all``, ``none`` or a comma list, ``+key``/``-key`` edits."""
+    keys: set[str] = set()
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        if item == "default":
+            keys |= META_DEFAULT
+        elif item == "all":
+            keys |= set(META_KEYS)
+        elif item == "none":
+            keys.clear()
+        elif item.startswith("-"):
+            keys.discard(_check_meta(item[1:]))
+        else:
+            keys.add(_check_meta(item.lstrip("+")))
+    return frozenset(keys)
+
+
+def _check_meta(key: str) -> str:
+    if key not in META_KEYS:
+        raise ValueError(f"unknown meta key {key!r}; choose from {', '.join(META_KEYS)}")
+    return key
+
+
+class SampleFormatter:
+    """Formats samples of one perf.data file as JSON event objects (bytes)."""
+
+    def __init__(
+        self,
+        style: JsonStyle,
+        *,
+        big_endian: bool,
+        long_size: int,
+        time_json: Callable[[int], bytes],
+        comm_of: Callable[[int], str | None] | None = None,
+        meta: frozenset[str] = META_DEFAULT,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        from ehtool.eventheader.decoder import EventHeaderDecoder
+
+        self.style = style
+        self.big_endian = big_endian
+        self.long_size = long_size
+        self.time_json = time_json
+        self.comm_of = comm_of
+        self.meta = meta
+        self.warn = warn
+        self._eh = EventHeaderDecoder(style)
+        self._handlers: dict[Any, Callable[[Any], bytes]] = {}
+        s = style
+        self._k_n = b"{" + s.first + b'"n"' + s.colon
+        self._k_meta = s.sep + b'"meta"' + s.colon + b"{"
+        self._k_time = b'"time"' + s.colon
+        self._k_cpu = b'"cpu"' + s.colon
+        self._k_pid = b'"pid"' + s.colon
+        self._k_tid = b'"tid"' + s.colon
+        self._k_comm = b'"comm"' + s.colon
+        self._end_meta = s.close_obj + s.close_obj
+        self._empty_meta = s.sep + b'"meta"' + s.colon + (b"{ }" if s.space else b"{}") + s.close_obj
+        # the decoder's precomputed meta bytes serve whenever the EventHeader keys are default
+        self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
+            meta & {"provider", "event", "options", "flags"}
+        )
+
+    # -- public ---------------------------------------------------------------
+
+    def format(self, sample: Any) -> bytes:
+        """The JSON object for one sample."""
+        handler = self._handlers.get(sample.desc)
+        if handler is None:
+            handler = self._handlers[sample.desc] = self._make_handler(sample.desc)
+        return handler(sample)
+
+    # -- handlers -------------------------------------------------------------
+
+    def _make_handler(self, desc: Any) -> Callable[[Any], bytes]:
+        from ehtool.output.tracefs_fields import make_renderer, raw_renderer
+
+        fmt = getattr(desc, "format", None)
+        provider, event = _split_name(desc, fmt)
+        name_json = b'"' + latin1_json(f"{provider}:{event}".encode("latin-1", "replace"))[1:]
+        if fmt is not None:
+            render = make_renderer(fmt, self.style, self.long_size, self.big_endian,
+                                   common="common" in self.meta)
+        else:
+            render = raw_renderer(self.style)
+        plain_meta_extra = self._plain_meta_extra(provider, event)
+        plain_head = self._k_n + name_json
+
+        def plain(sample: Any) -> bytes:
+            return plain_head + render(sample.raw) + self._meta(sample, plain_meta_extra)
+
+        eh_offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
+        if eh_offset is None:
+            return plain
+
+        tracepoint = fmt.name
+        decode = self._eh.decode
+        common_render = (
+            make_renderer(fmt, self.style, self.long_size, self.big_endian, common="only")
+            if "common" in self.meta else None
+        )
+        k_n = self._k_n
+
+        def eventheader(sample: Any) -> bytes:
+            raw = sample.raw
+            try:
+                ev = decode(tracepoint, raw, eh_offset)
+            except ValueError as exc:
+                if self.warn is not None:
+                    self.warn(f"{getattr(sample, 'offset', '?')}: {tracepoint}: {exc}; "
+                              "shown as a plain tracepoint")
+                ev = None
+            if ev is None:
+                return plain(sample)
+            common = common_render(raw) if common_render is not None else b""
+            return (k_n + ev.name_json + common + ev.fields
+                    + self._meta(sample, self._eh_meta(ev)))
+
+        return eventheader
+
+    # -- meta -----------------------------------------------------------------
+
+    def _meta(self, sample: Any, extra: bytes) -> bytes:
+        """``, "meta": { "time": ..., "cpu": ..., "pid": ..., "tid": ... <extra> } }``."""
+        s = self.style
+        m = self.meta
+        parts = []
+        if sample.time is not None and "time" in m:
+            parts.append(self._k_time + self.time_json(sample.time))
+        if sample.cpu is not None and "cpu" in m:
+            parts.append(self._k_cpu + b"%d" % sample.cpu)
+        if sample.pid is not None:
+            if "pid" in m:
+                parts.append(self._k_pid + b"%d" % sample.pid)
+            if "tid" in m:
+                parts.append(self._k_tid + b"%d" % sample.tid)
+            if "comm" in m and self.comm_of is not None:
+                comm = self.comm_of(sample.pid if sample.tid is None else sample.tid)
+                if comm is not None:
+                    parts.append(self._k_comm + utf8_json(comm.encode("utf-8", "replace")))
+        if not parts:
+            if not extra:
+                return self._empty_meta
+            return self._k_meta + s.first + extra[len(s.sep):] + self._end_meta
+        return self._k_meta + s.first + s.sep.join(parts) + extra + self._end_meta
+
+    def _plain_meta_extra(self, provider: str, event: str) -> bytes:
+        s = self.style
+        out = b""
+        if "provider" in self.meta and provider:
+            out += s.sep + b'"provider"' + s.colon + latin1_json(provider.encode("latin-1", "replace"))
+        if "event" in self.meta and event:
+            out += s.sep + b'"event"' + s.colon + latin1_json(event.encode("latin-1", "replace"))
+        return out
+
+    def _eh_meta(self, ev: Any) -> bytes:
+        if self._eh_meta_default:
+            return ev.meta
+        s = self.style
+        m = self.meta
+        out = []
+
+        def add(key: str, value: bytes) -> None:
+            out.append(s.sep + b'"' + key.encode() + b'"' + s.colon + value)
+
+        if "provider" in m:
+            add("provider", utf8_json(ev.provider.encode()))
+        if "event" in m:
+            add("event", utf8_json(ev.event_name.encode()))
+        if "id" in m and ev.id:
+            add("id", b"%d" % ev.id)
+        if "version" in m and ev.version:
+            add("version", b"%d" % ev.version)
+        if "level" in m and ev.level:
+            add("level", b"%d" % ev.level)
+        if "keyword" in m and ev.keyword:
+            add("keyword", hex_int(ev.keyword))
+        if "opcode" in m and ev.opcode:
+            add("opcode", b"%d" % ev.opcode)
+        if "tag" in m and ev.tag:
+            add("tag", hex_int(ev.tag))
+        if "activity" in m and ev.activity is not None:
+            add("activity", uuid_json(ev.activity))
+        if "relatedActivity" in m and ev.related_activity is not None:
+            add("relatedActivity", uuid_json(ev.related_activity))
+        if "options" in m and ev.options:
+            add("options", utf8_json(ev.options.encode()))
+        if "flags" in m:
+            add("flags", hex_int(ev.flags))
+        return b"".join(out)
+
+
+def _split_name(desc: Any, fmt: Any) -> tuple[str, str]:
+    """provider and event for ``"n"``: the EVENT_DESC name split at ':', else the format's."""
+    name = getattr(desc, "name", "") or ""
+    if not name and fmt is not None:
+        return fmt.system, fmt.name
+    provider, colon, event = name.partition(":")
+    return (provider, event) if colon else (name, "")

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test run on a fresh Debian 12 machine (README "Run the tests"; .ci/run calls it).
+# Idempotent: installs only what is missing, builds the user_events guest kernel once
+# (cached in /var/cache/ehtool-vm), then runs the full suite, kernel end-to-end tests included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v perf >/dev/null || need+=(linux-perf)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v man >/dev/null || need+=(man-db)
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+vm=../shared/vm/run-in-vm.sh
+if [ -x "$vm" ] && [ ! -e /sys/kernel/tracing/user_events_data ]; then
+  bash "$vm" --setup
+fi
+# perf needs tracefs for tracepoints on the host
+mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+
+python3 -m pip install -q -e '.[test]'
+python3 -m ruff check ehtool tests bench
+python3 -m pytest -q "$@"
