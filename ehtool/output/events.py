@@ -90,7 +90,7 @@ class SampleFormatter:
         self._k_tid = b'"tid"' + s.colon
         self._k_comm = b'"comm"' + s.colon
         self._end_meta = s.close_obj + s.close_obj
-        self._empty_meta = s.sep + b'"meta"' + s.colon + (b"{ }" if s.space else b"{}") + s.close_obj
+        self._empty_meta = s.sep + b'"meta"' + s.colon + s.empty_obj + s.close_obj
         # the decoder's precomputed meta bytes serve whenever the EventHeader keys are default
         self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
             meta & {"provider", "event", "options", "flags"}
@@ -182,10 +182,10 @@ class SampleFormatter:
     def _plain_meta_extra(self, provider: str, event: str) -> bytes:
         s = self.style
         out = b""
-        if "provider" in self.meta and provider:
-            out += s.sep + b'"provider"' + s.colon + latin1_json(provider.encode("latin-1", "replace"))
-        if "event" in self.meta and event:
-            out += s.sep + b'"event"' + s.colon + latin1_json(event.encode("latin-1", "replace"))
+        for key, text in (("provider", provider), ("event", event)):
+            if key in self.meta and text:
+                value = latin1_json(text.encode("latin-1", "replace"))
+                out += s.sep + b'"' + key.encode() + b'"' + s.colon + value
         return out
 
     def _eh_meta(self, ev: Any) -> bytes:

@@ -25,6 +25,7 @@ class JsonStyle:
     close_obj: bytes = field(init=False)
     close_arr: bytes = field(init=False)
     empty_arr: bytes = field(init=False)
+    empty_obj: bytes = field(init=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -34,11 +35,12 @@ class JsonStyle:
         set_(self, "close_obj", b" }" if self.space else b"}")
         set_(self, "close_arr", b" ]" if self.space else b"]")
         set_(self, "empty_arr", b"[ ]" if self.space else b"[]")
+        set_(self, "empty_obj", b"{ }" if self.space else b"{}")
 
     def obj(self, members: list[bytes]) -> bytes:
         """An object from ``key + colon + value`` members."""
         if not members:
-            return b"{ }" if self.space else b"{}"
+            return self.empty_obj
         return b"{" + self.first + self.sep.join(members) + self.close_obj
 
     def arr(self, items: list[bytes]) -> bytes:
