@@ -1,0 +1,210 @@
+"""Fast per-record readers derived from the construct grammar.
+
+For each attr layout (sample_type, read_format, byte order) the leading
+fixed-size fields of the construct definition of PERF_RECORD_SAMPLE (header
+included) are turned into one ``struct.Struct``; a small reader function is
+generated around it that returns a :class:`~ehtool.perfdata.records.Sample`
+with a single ``unpack_from`` and one slice. Layouts with variable-size parts
+before RAW (group READ, CALLCHAIN) continue field by field, still from the
+grammar. ``tests/perfdata/test_hotpath.py`` proves both agree with construct.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import construct as c
+
+from ehtool.perfdata.grammar import PerfGrammar
+from ehtool.perfdata.records import EventDesc, Sample
+
+#: the Sample attributes a reader fills from grammar fields of the same name
+_SAMPLE_FIELDS = ("time", "cpu", "pid", "tid")
+
+
+class CorruptSample(ValueError):
+    """A sample whose fields run past its record (the reader adds file and offset)."""
+
+
+@dataclass(frozen=True)
+class FixedPrefix:
+    """The fixed-size head of a construct Struct as one ``struct.Struct``."""
+
+    struct: struct.Struct
+    names: tuple[str, ...]  # one per unpacked value
+    offsets: dict[str, int]  # byte offset of each named field
+    rest: tuple[c.Construct, ...]  # the fields after the prefix, still to read
+
+    @property
+    def size(self) -> int:
+        return self.struct.size
+
+
+def _format_field(sub: c.Construct) -> tuple[str, c.FormatField] | None:
+    """(name, FormatField) for a ``"name" / FormatField`` subcon, else None."""
+    if isinstance(sub, c.Renamed) and isinstance(sub.subcon, c.FormatField):
+        return sub.name, sub.subcon
+    return None
+
+
+def fixed_prefix(endian: str, fields: tuple[c.Construct, ...]) -> FixedPrefix:
+    """The longest run of leading fixed-size fields of ``fields`` as one struct."""
+    fmt = [endian]
+    names: list[str] = []
+    offsets: dict[str, int] = {}
+    offset = 0
+    i = 0
+    for i, sub in enumerate(fields):  # noqa: B007
+        ff = _format_field(sub)
+        if ff is None:
+            break
+        name, field = ff
+        fmt.append(field.fmtstr[1:])
+        names.append(name)
+        offsets[name] = offset
+        offset += field.length
+    else:
+        i = len(fields)
+    st = struct.Struct("".join(fmt))
+    assert st.size == offset, "construct and struct sizes disagree"
+    return FixedPrefix(st, tuple(names), offsets, tuple(fields[i:]))
+
+
+def _header_fields(g: PerfGrammar) -> tuple[c.Construct, ...]:
+    return tuple(g.record_header.subcons)
+
+
+def sample_prefix(g: PerfGrammar, sample_type: int, read_format: int) -> FixedPrefix:
+    """The fixed prefix of a whole sample record (8-byte header included)."""
+    return fixed_prefix(g.endian, _header_fields(g) + g.sample_fields(sample_type, read_format))
+
+
+def trailer_prefix(g: PerfGrammar, sample_type: int) -> FixedPrefix:
+    """The ``sample_id_all`` trailer (always fixed size) as one struct."""
+    return fixed_prefix(g.endian, tuple(g.sample_id(sample_type).subcons))
+
+
+def make_sample_reader(g: PerfGrammar, desc: EventDesc) -> Callable[[Any, int, int], Sample]:
+    """``reader(buf, pos, size, base=0) -> Sample`` for the record of ``desc`` at ``pos``.
+
+    ``base`` is added to ``pos`` for the sample's ``offset`` (pipe-mode buffers).
+
+    Raises :class:`CorruptSample` when a field runs past the record's ``size``.
+    """
+    attr = desc.attr
+    prefix = sample_prefix(g, attr.sample_type, attr.read_format)
+    rest_names = [getattr(sub, "name", None) for sub in prefix.rest]
+    if rest_names == ["raw"]:
+        return _generated_reader(prefix, desc)
+    if not prefix.rest:
+        return _generated_reader(prefix, desc, has_raw=False)
+    return _stepwise_reader(g, prefix, desc)
+
+
+def _generated_reader(prefix: FixedPrefix, desc: EventDesc, has_raw: bool = True):
+    """The common case: one unpack_from, then the RAW slice."""
+    names = [n if n in _SAMPLE_FIELDS or n == "raw_size" else "_" for n in prefix.names]
+    args = {n: (n if n in names else "None") for n in _SAMPLE_FIELDS}
+    size = prefix.size
+    if has_raw:
+        body = (
+            f"    end = pos + {size} + raw_size\n"
+            f"    if end > pos + size:\n"
+            f"        raise CorruptSample('RAW size ' + str(raw_size) + ' runs past the record')\n"
+            f"    raw = buf[pos + {size}:end]\n"
+        )
+    else:
+        body = (
+            f"    if {size} > size:\n"
+            f"        raise CorruptSample('sample fields run past the record')\n"
+            f"    raw = b''\n"
+        )
+    src = (
+        "def read_sample(buf, pos, size, base=0):\n"
+        f"    ({', '.join(names)},) = unpack_from(buf, pos)\n"
+        + body
+        + f"    return Sample({args['time']}, {args['cpu']}, {args['pid']}, {args['tid']},"
+        f" raw, desc, pos + base)\n"
+    )
+    namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "desc": desc,
+                 "CorruptSample": CorruptSample}
+    exec(compile(src, f"<sample reader {desc.name or desc.index}>", "exec"), namespace)  # noqa: S102
+    fn = namespace["read_sample"]
+    fn.source = src  # type: ignore[attr-defined]
+    return fn
+
+
+def _stepwise_reader(g: PerfGrammar, prefix: FixedPrefix, desc: EventDesc):
+    """Layouts with variable parts (group READ, CALLCHAIN) before RAW."""
+    steps: list[tuple[str, Any, int]] = []  # (kind, name or count field, size)
+    for sub in prefix.rest:
+        ff = _format_field(sub)
+        if ff is not None:
+            steps.append(("field", ff[0], ff[1]))
+        elif sub.name == "raw":
+            steps.append(("raw", "raw_size", 0))
+        elif isinstance(sub.subcon, c.Array):
+            count_name = _count_name(sub.subcon.count)
+            steps.append(("array", count_name, sub.subcon.subcon.sizeof()))
+        else:
+            raise TypeError(f"no fast reader for sample field {sub.name!r}")
+    unpack_from = prefix.struct.unpack_from
+    names = prefix.names
+    fixed = prefix.size
+
+    def read_sample(buf: Any, pos: int, size: int, base: int = 0) -> Sample:
+        values = dict(zip(names, unpack_from(buf, pos), strict=True))
+        at = pos + fixed
+        end = pos + size
+        raw = b""
+        for kind, name, item in steps:
+            if kind == "field":
+                if at + item.length > end:
+                    raise CorruptSample(f"sample field {name} runs past the record")
+                values[name] = item.parse(buf[at:at + item.length])
+                at += item.length
+            elif kind == "array":
+                at += values[name] * item
+            else:
+                n = values[name]
+                if at + n > end:
+                    raise CorruptSample(f"RAW size {n} runs past the record")
+                raw = buf[at:at + n]
+                at += n
+        if at > end:
+            raise CorruptSample("sample fields run past the record")
+        return Sample(values.get("time"), values.get("cpu"), values.get("pid"),
+                      values.get("tid"), raw, desc, pos + base)
+
+    return read_sample
+
+
+def _count_name(expr: Any) -> str:
+    """The field name in a ``this.<name>`` construct expression (``this['name']``)."""
+    text = repr(expr)
+    if not (text.startswith("this['") and text.endswith("']")):
+        raise TypeError(f"unsupported array count {text}")
+    return text[6:-2]
+
+
+@dataclass(frozen=True)
+class TrailerReader:
+    """Reads a non-sample record's ``sample_id_all`` trailer (pid, tid, time, cpu, id)."""
+
+    prefix: FixedPrefix
+
+    @property
+    def size(self) -> int:
+        return self.prefix.size
+
+    def read(self, buf: Any, end: int) -> dict[str, int]:
+        """The trailer fields of the record ending at ``end``."""
+        p = self.prefix
+        return dict(zip(p.names, p.struct.unpack_from(buf, end - p.size), strict=True))
+
+
+def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
+    return TrailerReader(trailer_prefix(g, sample_type))

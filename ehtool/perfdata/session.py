@@ -1,0 +1,106 @@
+"""Session state: thread names from COMM/FORK records and the session clock.
+
+With CLOCK_DATA (``perf record -k CLOCK``), a sample time converts to UTC as
+``wall_ns = time + (wall_clock_ns - clockid_time_ns)`` and prints as
+``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``; without it perf-decode prints the bare
+JSON number ``<sec>.<9-digit ns>`` of the session clock.
+"""
+
+from __future__ import annotations
+
+CLOCKID_UNKNOWN = 0xFFFFFFFF
+_BILLION = 1_000_000_000
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of the proleptic Gregorian calendar, ``days`` after 1970-01-01."""
+    # Howard Hinnant's days-to-civil algorithm (era = 400 years); exact for any int.
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    return year, month, day
+
+
+def format_utc_seconds(sec: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` for seconds since the epoch, as glibc ``gmtime_r`` + ``%04d``.
+
+    Years whose ``tm_year`` (year - 1900) does not fit an int print ``TIME(<sec>)``.
+    """
+    days, rem = divmod(sec, 86400)
+    year, month, day = civil_from_days(days)
+    if not _INT32[0] <= year - 1900 <= _INT32[1]:
+        return f"TIME({sec})"
+    hour, rem = divmod(rem, 3600)
+    minute, second = divmod(rem, 60)
+    return "%04d-%02d-%02dT%02d:%02d:%02d" % (year, month, day, hour, minute, second)  # noqa: UP031
+
+
+class SessionClock:
+    """Converts session-clock times (ns) to perf-decode's JSON time values."""
+
+    def __init__(self) -> None:
+        self.clockid: int | None = None
+        self.resolution_ns: int | None = None  # HEADER_CLOCKID
+        self.wall_clock_ns: int | None = None
+        self.clockid_time_ns: int | None = None
+        self.offset_ns: int | None = None  # None: UTC unknown
+        self._sec = None  # cache: last whole second and its JSON prefix
+        self._prefix = b""
+
+    def set_clock_data(self, clockid: int, wall_clock_ns: int, clockid_time_ns: int) -> None:
+        self.clockid = clockid
+        self.wall_clock_ns = wall_clock_ns
+        self.clockid_time_ns = clockid_time_ns
+        self.offset_ns = None if clockid == CLOCKID_UNKNOWN else wall_clock_ns - clockid_time_ns
+        self._sec = None
+
+    @property
+    def utc_known(self) -> bool:
+        return self.offset_ns is not None
+
+    def to_wall_ns(self, time: int) -> int | None:
+        """UTC ns since the epoch (may be negative), or None without CLOCK_DATA."""
+        return None if self.offset_ns is None else time + self.offset_ns
+
+    def time_json(self, time: int) -> bytes:
+        """The JSON value of meta ``time`` for a sample time (bytes, quoted when UTC)."""
+        if self.offset_ns is None:
+            sec, ns = divmod(time, _BILLION)
+            return b"%d.%09d" % (sec, ns)
+        sec, ns = divmod(time + self.offset_ns, _BILLION)
+        if sec != self._sec:
+            self._prefix = b'"' + format_utc_seconds(sec).encode("ascii") + b"."
+            self._sec = sec
+        return self._prefix + b'%09dZ"' % ns
+
+    def time_text(self, time: int) -> str:
+        """``time_json`` without JSON quotes (for messages and ``--nonsample``)."""
+        return self.time_json(time).decode("ascii").strip('"')
+
+
+class Session:
+    """What a record stream has taught so far: thread names and the clock."""
+
+    def __init__(self) -> None:
+        self.clock = SessionClock()
+        self._comm: dict[int, str] = {}
+        self.time_json = self.clock.time_json
+
+    def comm(self, tid: int) -> str | None:
+        """The thread's latest name from COMM (or inherited at FORK), if seen."""
+        return self._comm.get(tid)
+
+    def set_comm(self, tid: int, comm: str) -> None:
+        self._comm[tid] = comm
+
+    def fork(self, parent_tid: int, child_tid: int) -> None:
+        name = self._comm.get(parent_tid)
+        if name is not None:
+            self._comm.setdefault(child_tid, name)
