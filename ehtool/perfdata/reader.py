@@ -630,11 +630,14 @@ class PerfDataFile:
             only = self.descs[0]
             desc = only if only.attr.flags.sample_id_all else None
         trailer_size = 0
-        if desc is not None:
-            tr = self._trailers.get(desc.sample_type)
+        # records perf synthesizes carry a zeroed trailer (id 0): lay it out as the first event's
+        layout = desc if desc is not None or nid < 0 or rtype >= 64 or not self.descs \
+            else self.descs[0]
+        if layout is not None:
+            tr = self._trailers.get(layout.sample_type)
             if tr is None:
-                tr = self._trailers[desc.sample_type] = make_trailer_reader(
-                    self.grammar, desc.sample_type)
+                tr = self._trailers[layout.sample_type] = make_trailer_reader(
+                    self.grammar, layout.sample_type)
             if tr.size <= size - 8:
                 trailer = tr.read(buf, nxt)
                 trailer_size = tr.size

@@ -1,0 +1,268 @@
+"""Write file-mode perf.data (little- or big-endian) from the same construct grammar.
+
+Records stream to disk as they are added (constant memory); attrs, ids and
+feature sections are written after the data section on close, then the header
+is patched. Used by the tests (big-endian and damaged files) and the benchmarks.
+
+::
+
+    with PerfDataWriter("out.data", big_endian=True) as w:
+        d = w.add_event(attr, ids=[10, 11], name="sched:sched_switch")
+        w.set_tracing_data(blob)
+        w.set_feature(Feature.HOSTNAME, "host")
+        w.set_clock_data(1, wall_clock_ns, clockid_time_ns)
+        w.add_sample(d, id=10, time=..., pid=1, tid=1, cpu=0, raw=b"...")
+        w.add_record(RecordType.FINISHED_ROUND)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+import construct as c
+
+from ehtool.perfdata.grammar import (
+    ATTR_FLAG_BITS,
+    ATTR_SIZE_KNOWN,
+    FILE_HEADER_SIZE,
+    MAGIC,
+    Feature,
+    PerfGrammar,
+    RecordType,
+    SampleType,
+    grammar_for,
+)
+
+
+def make_attr(g: PerfGrammar, *, size: int = ATTR_SIZE_KNOWN, **fields: Any) -> c.Container:
+    """A ``perf_event_attr`` container with every field zero except ``fields``.
+
+    Flag bits go in by name (``sample_id_all=True``); ``size`` is the stored size.
+    """
+    flag_names = {name for name, _ in ATTR_FLAG_BITS}
+    flags = c.Container({name: (0 if width > 1 else False) for name, width in ATTR_FLAG_BITS})
+    attr = c.Container()
+    for sub in g.attr.subcons:
+        attr[sub.name] = flags if sub.name == "flags" else 0
+    for key, value in fields.items():
+        if key in flag_names:
+            flags[key] = value
+        elif key in attr:
+            attr[key] = value
+        else:
+            raise KeyError(f"unknown perf_event_attr field {key!r}")
+    attr.size = size
+    attr.stored_size = size
+    return attr
+
+
+class PerfDataWriter:
+    """Streams a file-mode perf.data file."""
+
+    def __init__(self, path: str | os.PathLike, *, big_endian: bool = False,
+                 attr_size: int = ATTR_SIZE_KNOWN) -> None:
+        self.g = grammar_for(big_endian)
+        self.big_endian = big_endian
+        self.attr_size = attr_size
+        self.events: list[tuple[Any, list[int], str]] = []
+        self.features: dict[int, bytes] = {}
+        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._f.write(b"\0" * FILE_HEADER_SIZE)
+        self._data_size = 0
+        self.data_size_override: int | None = None  # e.g. 0 to mimic a SIGKILLed perf
+
+    # -- metadata ---------------------------------------------------------------------
+
+    def add_event(self, attr: Any, ids: list[int], name: str = "") -> int:
+        """Add an attr (a container from :func:`make_attr` or a parsed one); its index."""
+        self.events.append((attr, list(ids), name))
+        return len(self.events) - 1
+
+    def set_feature(self, bit: int, value: Any) -> None:
+        """A feature section: raw bytes, or a value for the feature's grammar."""
+        if isinstance(value, (bytes, bytearray)):
+            self.features[bit] = bytes(value)
+        else:
+            self.features[bit] = self.g.features[bit].build(value)
+
+    def set_tracing_data(self, blob: bytes) -> None:
+        self.features[Feature.TRACING_DATA] = bytes(blob)
+
+    def set_clock_data(self, clockid: int, wall_clock_ns: int, clockid_time_ns: int) -> None:
+        self.set_feature(Feature.CLOCK_DATA, dict(version=1, clockid=clockid,
+                                                  wall_clock_ns=wall_clock_ns,
+                                                  clockid_time_ns=clockid_time_ns))
+
+    # -- records ----------------------------------------------------------------------
+
+    def add_raw(self, data: bytes) -> None:
+        """Append one record's bytes (already in the file's byte order)."""
+        self._f.write(data)
+        self._data_size += len(data)
+
+    def record_bytes(self, rtype: int, body: Mapping | bytes | None = None, *, misc: int = 0,
+                     sample_id: Mapping | None = None, sample_type: int = 0) -> bytes:
+        """A non-sample record built from the grammar (``body`` per its record grammar)."""
+        g = self.g
+        if rtype in g.records:
+            body_bytes = g.records[rtype].build(body or {})
+        else:
+            body_bytes = bytes(body or b"")
+        trailer = g.sample_id(sample_type).build(sample_id) if sample_id is not None else b""
+        size = 8 + len(body_bytes) + len(trailer)
+        return g.record_header.build(dict(type=rtype, misc=misc, size=size)) + body_bytes + \
+            trailer
+
+    def add_record(self, rtype: int, body: Mapping | bytes | None = None, **kw: Any) -> None:
+        self.add_raw(self.record_bytes(rtype, body, **kw))
+
+    def sample_bytes(self, event: int, *, raw: bytes = b"", misc: int = 1, **fields: Any) -> bytes:
+        """A PERF_RECORD_SAMPLE for event index ``event``; missing fields are 0.
+
+        ``raw`` is padded so that the record stays 8-byte aligned, as perf does.
+        """
+        attr = self.events[event][0]
+        st, rf = attr.sample_type, attr.read_format
+        values: dict[str, Any] = {}
+        for sub in self.g.sample_fields(st, rf):
+            values[sub.name] = fields.get(sub.name, 0)
+        if st & SampleType.IDENTIFIER and "identifier" not in fields:
+            values["identifier"] = fields.get("id", 0)
+        if st & SampleType.CALLCHAIN:
+            values["callchain"] = fields.get("callchain", [])
+            values["callchain_nr"] = len(values["callchain"])
+        if st & SampleType.READ and "read_values" in values:
+            values["read_values"] = fields.get("read_values", [])
+            values["read_nr"] = len(values["read_values"])
+        if st & SampleType.RAW:
+            body_len = len(self.g.sample(st, rf).build(dict(
+                header=dict(type=0, misc=0, size=0), **{**values, "raw": b"", "raw_size": 0},
+                rest=b"")))
+            pad = -(body_len + len(raw)) % 8
+            values["raw"] = raw + b"\0" * pad
+            values["raw_size"] = len(values["raw"])
+        rec = dict(header=dict(type=RecordType.SAMPLE, misc=misc, size=0), rest=b"", **values)
+        data = self.g.sample(st, rf).build(rec)
+        rec["header"]["size"] = len(data)
+        return self.g.sample(st, rf).build(rec)
+
+    def add_sample(self, event: int, **kw: Any) -> None:
+        self.add_raw(self.sample_bytes(event, **kw))
+
+    # -- finishing ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        g, f = self.g, self._f
+        data_offset = FILE_HEADER_SIZE
+        data_end = data_offset + self._data_size
+        bits = sorted(self.features)
+        # feature table right after the data, then the payloads
+        pos = data_end + 16 * len(bits)
+        table = b""
+        payloads = b""
+        for bit in bits:
+            payload = self.features[bit]
+            table += g.section.build(dict(offset=pos, size=len(payload)))
+            payloads += payload
+            pos += len(payload)
+        # id arrays, then the attrs section
+        ids_blob = b""
+        id_sections = []
+        for _attr, ids, _name in self.events:
+            id_sections.append(dict(offset=pos + len(ids_blob), size=8 * len(ids)))
+            ids_blob += b"".join(g.u64.build(i) for i in ids)
+        attrs_offset = pos + len(ids_blob)
+        entry_size = self.attr_size + 16
+        attrs_blob = b""
+        for (attr, _ids, _name), sec in zip(self.events, id_sections, strict=True):
+            attrs_blob += g.file_attr.build(dict(attr=attr, ids=sec), attr_size=entry_size)
+        f.write(table + payloads + ids_blob + attrs_blob)
+        words = [0, 0, 0, 0]
+        for bit in bits:
+            words[bit // 64] |= 1 << (bit % 64)
+        header = g.file_header.build(dict(
+            magic=MAGIC[::-1] if self.big_endian else MAGIC,
+            size=FILE_HEADER_SIZE,
+            attr_size=entry_size,
+            attrs=dict(offset=attrs_offset, size=len(attrs_blob)),
+            data=dict(offset=data_offset, size=self._data_size if self.data_size_override is None
+                      else self.data_size_override),
+            event_types=dict(offset=0, size=0),
+            features=words,
+        ))
+        f.seek(0)
+        f.write(header)
+        f.close()
+
+    def event_desc_feature(self) -> None:
+        """Fill EVENT_DESC from the events added so far (names and ids)."""
+        self.set_feature(Feature.EVENT_DESC, dict(
+            nr=len(self.events),
+            attr_size=self.attr_size,
+            events=[dict(attr=attr, nr_ids=len(ids), name=name, ids=ids)
+                    for attr, ids, name in self.events],
+        ))
+
+    def __enter__(self) -> PerfDataWriter:
+        return self
+
+    def __exit__(self, exc_type, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._f.close()
+
+
+# -- copying recordings (tests, benchmarks) ---------------------------------------------
+
+#: features whose payload is byte-order independent or rebuilt from the grammar
+_COPY_FEATURES = (Feature.HOSTNAME, Feature.OSRELEASE, Feature.VERSION, Feature.ARCH,
+                  Feature.NRCPUS, Feature.CMDLINE, Feature.CLOCKID, Feature.CLOCK_DATA,
+                  Feature.SAMPLE_TIME, Feature.CPUDESC, Feature.CPUID, Feature.TOTAL_MEM)
+
+
+def copy_metadata(w: PerfDataWriter, src: Any) -> None:
+    """Copy the events (attrs, ids, names), tracing data and known features of ``src``.
+
+    ``src`` is an open :class:`~ehtool.perfdata.reader.PerfDataFile`; features are
+    re-encoded in ``w``'s byte order (the tracing blob keeps its own).
+    """
+    for desc in src.descs:
+        w.add_event(desc.attr, desc.ids, desc.name)
+    w.event_desc_feature()
+    if src.tracing is not None:
+        w.set_tracing_data(src.info.features[Feature.TRACING_DATA])
+    for bit in _COPY_FEATURES:
+        if bit in src.info.features:
+            value = src.grammar.features[bit].parse(src.info.features[bit])
+            w.set_feature(bit, value)
+
+
+def transcode_record(src: PerfGrammar, dst: PerfGrammar, data: bytes, desc: Any) -> bytes | None:
+    """One record's bytes re-encoded from ``src`` to ``dst`` byte order.
+
+    Samples need their event's ``desc``; other records are converted when they
+    have a grammar (their ``sample_id_all`` trailer per ``desc``), else None.
+    """
+    rtype = src.record_header.parse(data).type
+    if rtype == RecordType.SAMPLE:
+        st, rf = desc.attr.sample_type, desc.attr.read_format
+        return dst.sample(st, rf).build(src.sample(st, rf).parse(data))
+    if rtype not in src.records or rtype >= 64 and rtype not in (
+            RecordType.FINISHED_ROUND, RecordType.FINISHED_INIT):
+        return None
+    trailer = None
+    trailer_size = 0
+    if desc is not None and desc.attr.flags.sample_id_all and rtype < 64:
+        trailer = desc.sample_type
+        trailer_size = src.sample_id(trailer).sizeof()
+    body_size = len(data) - 8 - trailer_size
+    obj = src.record(rtype, body_size, src.sample_id(trailer) if trailer is not None else None
+                     ).parse(data)
+    out = dst.record(rtype, body_size, dst.sample_id(trailer) if trailer is not None else None
+                     ).build(obj)
+    return out if len(out) == len(data) else None
