@@ -399,7 +399,11 @@ class PerfDataFile:
         if order not in ("time", "file"):
             raise ValueError(f"order must be 'time' or 'file', not {order!r}")
         if self._consumed:
-            raise RuntimeError("a PerfDataFile can be iterated once")
+            if self.pipe_mode:  # metadata arrived with the records: read them once
+                raise RuntimeError("a pipe-mode PerfDataFile can be iterated once")
+            self.counts = {}
+            self._deferred = []
+            self._fatal = None
         self._consumed = True
         self._want_records = nonsample
         batches = self._stream_batches() if self._stream is not None else self._mmap_batches()

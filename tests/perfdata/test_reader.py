@@ -1,0 +1,245 @@
+"""PerfDataFile on real recordings: golden file, own perf recordings, pipe mode, big-endian."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ehtool.perfdata.grammar import RecordType
+from ehtool.perfdata.reader import PerfDataFile
+
+from .conftest import DATA, EXAMPLE
+from .helpers import transcode_file
+
+R = RecordType
+
+_SCRIPT_RE = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\S+):\s*$")
+
+
+def _script_rows(text: str) -> list[tuple]:
+    """(time, cpu, pid, tid, name) from ``perf script -F event,pid,tid,cpu,time --ns``."""
+    rows = []
+    for line in text.splitlines():
+        m = _SCRIPT_RE.match(line)
+        assert m, line
+        pid, tid, cpu, sec, ns, name = m.groups()
+        rows.append((int(sec) * 10**9 + int(ns), int(cpu), int(pid), int(tid), name))
+    return rows
+
+
+def _rows(f: PerfDataFile, order: str = "time") -> list[tuple]:
+    return [(s.time, s.cpu, s.pid, s.tid, s.desc.name) for s in f.samples(order=order)]
+
+
+# -- the golden file ---------------------------------------------------------------------
+
+def test_golden_record_counts_and_events(golden_perf):
+    with PerfDataFile.open(golden_perf) as f:
+        assert not f.big_endian and not f.pipe_mode and f.long_size == 8
+        names = [d.name for d in f.descs]
+        assert names[2] == "user_events:TestProviderC_L4K85"
+        assert names[-2:] == ["sched:sched_switch", "dummy:HG"]
+        assert len(names) == 11
+        samples = list(f.samples(order="file"))
+        assert len(samples) == 539
+        assert f.counts == {R.SAMPLE: 539, R.MMAP2: 371, R.FORK: 37, R.COMM: 36, R.EXIT: 1,
+                            R.MMAP: 1, R.ID_INDEX: 1, R.THREAD_MAP: 1, R.CPU_MAP: 1,
+                            R.FINISHED_INIT: 1, R.FINISHED_ROUND: 2, 17: 6, 18: 6}
+        per_event = Counter(s.desc.name for s in samples)
+        assert per_event["sched:sched_switch"] == 285
+        assert per_event["user_events:TestProviderCpp_L5K0"] == 136
+        assert per_event["user_events:TestProviderC_L5K0"] == 109
+        assert per_event["user_events:TestProviderC_L4K85"] == 1
+
+
+def test_golden_attr_id_mapping(golden_perf):
+    with PerfDataFile.open(golden_perf) as f:
+        for i, desc in enumerate(f.descs):
+            assert desc.ids == list(range(6928 + 24 * i, 6952 + 24 * i))
+            assert all(f.desc_for_id(x) is desc for x in desc.ids)
+        sched = f.descs[9]
+        assert (sched.attr.type, sched.attr.config) == (2, 391)
+        assert sched.format is not None and sched.format.name == "sched_switch"
+        assert sched.format_text[0] == "sched"
+        assert f.descs[10].format is None  # the software dummy event has no format
+        assert f.desc_for_id(1) is None
+
+
+def test_golden_info_and_clock(golden_perf):
+    with PerfDataFile.open(golden_perf) as f:
+        i = f.info
+        assert (i.hostname, i.arch, i.perf_version) == ("dcook2", "x86_64", "6.6.13")
+        assert i.osrelease == "6.3.0-rc7-microsoft-standard-WSL2+"
+        assert (i.nrcpus_available, i.nrcpus_online) == (24, 24)
+        assert i.cmdline[:2] == ["/usr/bin/perf", "record"]
+        assert i.clock_resolution_ns == 1
+        assert i.clock_data == (1, 1711586712588060000, 12782502283276)
+        assert i.sample_time == (12782555136396, 12786184517299)
+        assert f.session.time_json(12782555136396) == b'"2024-03-28T00:45:12.640913120Z"'
+
+
+def test_golden_meta_matches_perf_decode_json(golden_perf):
+    """time/cpu/pid/tid and names of every sample equal perf-decode's (file-order) output."""
+    from golden import golden_path
+
+    text = golden_path("linuxtracepoints/perf.data.linux.json").read_bytes()
+    lines = [ln for ln in text.split(b"\n") if ln.startswith(b" {")]
+    meta = re.compile(rb'"meta":\{"time":"([^"]+)","cpu":(\d+),"pid":(\d+),"tid":(\d+)')
+    with PerfDataFile.open(golden_perf) as f:
+        samples = list(f.samples(order="file"))
+        assert len(samples) == len(lines) == 539
+        for line, s in zip(lines, samples, strict=True):
+            m = meta.search(line)
+            assert f.session.time_json(s.time) == b'"' + m.group(1) + b'"'
+            assert (s.cpu, s.pid, s.tid) == tuple(int(x) for x in m.groups()[1:])
+            if s.desc.name.startswith("sched:"):
+                assert line.startswith(b' {"n":"sched:sched_switch"')
+
+
+def test_golden_time_order_is_stable_sort_within_rounds(golden_perf):
+    with PerfDataFile.open(golden_perf) as f:
+        file_order = list(f.records(order="file"))
+    expected, pending = [], []
+    for r in file_order:
+        if r.is_sample:
+            pending.append(r)
+        elif r.type in (R.FINISHED_ROUND, R.FINISHED_INIT):
+            expected += sorted(pending, key=lambda s: s.time)
+            pending = []
+    expected += sorted(pending, key=lambda s: s.time)
+    with PerfDataFile.open(golden_perf) as f:
+        got = list(f.samples(order="time"))
+    assert [s.offset for s in got] == [s.offset for s in expected]
+    assert [s.offset for s in got] != [s.offset for s in file_order if s.is_sample]
+
+
+def test_golden_nonsample_records_and_comm(golden_perf):
+    with PerfDataFile.open(golden_perf) as f:
+        recs = [r for r in f.records(order="file") if not r.is_sample]
+        exit_rec = next(r for r in recs if r.type == R.EXIT)
+        assert (exit_rec.pid, exit_rec.tid, exit_rec.time) == (2004, 2004, 12784705607900)
+        assert exit_rec.body.ppid == 1220 and exit_rec.desc is not None
+        comms = [r for r in recs if r.type == R.COMM]
+        assert len(comms) == 36 and all(isinstance(r.body.comm, str) for r in comms)
+        assert f.session.comm(2002) == "perf"
+        assert f.session.comm(999999) is None
+
+
+def test_golden_big_endian_copy_reads_the_same(golden_perf, tmp_path):
+    be = tmp_path / "be.data"
+    transcode_file(golden_perf, be)
+    with PerfDataFile.open(golden_perf) as le_f, PerfDataFile.open(be) as be_f:
+        assert be_f.big_endian and not le_f.big_endian
+        assert [d.name for d in be_f.descs] == [d.name for d in le_f.descs]
+        assert [d.ids for d in be_f.descs] == [d.ids for d in le_f.descs]
+        assert be_f.descs[9].attr.flags.sample_id_all and be_f.descs[9].attr.flags.use_clockid
+        assert be_f.info.clock_data == le_f.info.clock_data
+        assert be_f.info.hostname == "dcook2"
+        a = [(s.time, s.cpu, s.pid, s.tid, s.raw, s.desc.name) for s in le_f.samples()]
+        b = [(s.time, s.cpu, s.pid, s.tid, s.raw, s.desc.name) for s in be_f.samples()]
+        assert a == b and len(b) == 539
+        assert be_f.session.comm(2002) == "perf"
+
+
+# -- own recordings (perf 6.1 on this host) ---------------------------------------------
+
+@pytest.mark.parametrize("path", [EXAMPLE, DATA / "sched-ids.data",
+                                  DATA / "sched-task-noid.data", DATA / "sched-pipe.data"],
+                         ids=lambda p: p.name)
+def test_recordings_match_perf_script(path: Path):
+    expected = _script_rows((DATA / (path.name + ".script")).read_text())
+    with PerfDataFile.open(path) as f:
+        got = _rows(f)
+    assert len(got) == len(expected) > 0
+    assert sorted(got) == sorted(expected)
+    times = [t for t, *_ in got]
+    assert times == sorted(times)  # few rounds: perf script's global order == ours
+
+
+def test_single_event_without_ids_uses_the_lone_attr():
+    with PerfDataFile.open(DATA / "sched-task-noid.data") as f:
+        assert len(f.descs) == 1 and f.descs[0].attr.sample_type == 0x587
+        samples = list(f.samples())
+        assert len(samples) == 33 and {s.desc.name for s in samples} == {"sched:sched_switch"}
+        # no -k: no CLOCK_DATA, times print as bare seconds like perf script
+        assert f.info.clock_data is None
+        assert f.session.time_json(samples[0].time) == b"1510.160168781"
+
+
+def test_example_uses_sample_identifier():
+    with PerfDataFile.open(EXAMPLE) as f:
+        assert [d.name for d in f.descs] == ["sched:sched_switch", "sched:sched_wakeup",
+                                            "dummy:HG"]
+        assert all(d.attr.sample_type & 0x10000 for d in f.descs)
+        assert f.info.clock_data is not None and f.info.clock_data[0] == 1  # CLOCK_MONOTONIC
+        s = next(iter(f.samples()))
+        assert re.fullmatch(rb'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"',
+                            f.session.time_json(s.time))
+
+
+def test_pipe_mode_from_a_real_pipe():
+    path = DATA / "sched-pipe.data"
+    expected = _script_rows((DATA / (path.name + ".script")).read_text())
+    with subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE) as proc:
+        f = PerfDataFile.open(proc.stdout)
+        assert f.pipe_mode
+        got = _rows(f)
+        assert f.counts[R.HEADER_ATTR] == 3 and f.counts[R.HEADER_TRACING_DATA] == 1
+        assert f.counts[R.FINISHED_INIT] == 1 and f.counts[R.HEADER_FEATURE] >= 10
+    assert sorted(got) == sorted(expected)
+    assert [d.name for d in f.descs] == ["sched:sched_switch", "sched:sched_wakeup", "dummy:HG"]
+    assert f.tracing is not None and f.descs[0].format.name == "sched_switch"
+    assert f.info.hostname and f.info.clock_data is not None
+
+
+def test_pipe_mode_in_small_reads(monkeypatch):
+    """Records split across reads (and the tracing blob after its record) still parse."""
+    import ehtool.perfdata.reader as reader_mod
+
+    monkeypatch.setattr(reader_mod, "_PIPE_READ", 37)
+    path = DATA / "sched-pipe.data"
+    with path.open("rb") as stream:
+        f = PerfDataFile.open_stream(stream, "pipe")
+        got = _rows(f, order="file")
+    with PerfDataFile.open(path) as f2:
+        assert got == _rows(f2, order="file") and len(got) == 23
+    with PerfDataFile.open(path) as f2:
+        offsets = [s.offset for s in f2.samples(order="file")]
+    with path.open("rb") as stream:
+        f3 = PerfDataFile.open_stream(stream)
+        assert [s.offset for s in f3.samples(order="file")] == offsets
+
+
+def _perf_usable() -> bool:
+    import os
+    import shutil
+
+    return (shutil.which("perf") is not None and os.geteuid() == 0
+            and Path("/sys/kernel/tracing/events/sched/sched_switch/id").exists())
+
+
+@pytest.mark.skipif(not _perf_usable(), reason="needs root, perf and tracefs sched events")
+@pytest.mark.parametrize("extra", [["--sample-identifier"], [], ["-o", "-"]],
+                         ids=["sample-identifier", "plain", "pipe"])
+def test_live_recording_matches_perf_script(tmp_path, extra):
+    out = tmp_path / "live.data"
+    cmd = ["perf", "record", "-q", "-k", "monotonic", "-a", "-e", "sched:sched_switch",
+           "-e", "sched:sched_wakeup"]
+    if extra == ["-o", "-"]:
+        with out.open("wb") as sink:
+            subprocess.run(cmd + ["-o", "-", "--", "sleep", "0.1"], stdout=sink,
+                           stderr=subprocess.DEVNULL, check=True)
+    else:
+        subprocess.run(cmd + extra + ["-o", str(out), "--", "sleep", "0.1"],
+                       stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+    script = subprocess.run(["perf", "script", "-F", "event,pid,tid,cpu,time", "--ns", "-i",
+                             str(out)], capture_output=True, text=True, check=True).stdout
+    expected = _script_rows(script)
+    with PerfDataFile.open(out) as f:
+        got = _rows(f)
+    assert len(got) == len(expected) > 0
+    assert sorted(got) == sorted(expected)
