@@ -179,10 +179,10 @@ class PerfDataFile:
             raise InputError(f"bad perf.data header size {size}", name, 8)
         self.header = h = g.file_header.parse(head)
         self._map(file_len)
-        if h.data.offset < FILE_HEADER_SIZE or h.data.offset > file_len:
-            raise InputError(f"data section offset {h.data.offset} outside the file "
-                             f"({file_len} bytes)", name, 40)
         self._load_attrs(file_len)
+        if h.data.offset < FILE_HEADER_SIZE or h.data.offset > file_len:
+            raise InputError(f"truncated file: data section starts at {h.data.offset:#x} but "
+                             f"the file has {file_len:#x} bytes", name, 40)
         self._data_start = h.data.offset
         if h.data.size == 0:  # perf killed before it finalized the header: read to EOF
             self._declared_end = file_len
