@@ -103,4 +103,4 @@ class Session:
     def fork(self, parent_tid: int, child_tid: int) -> None:
         name = self._comm.get(parent_tid)
         if name is not None:
-            self._comm.setdefault(child_tid, name)
+            self._comm[child_tid] = name
