@@ -1,0 +1,127 @@
+"""``ehtool record``: a supervised ``perf record`` session that loses no events."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+class _RecordCommand(click.Command):
+    """Splits ``SPEC... -- COMMAND [ARGS...]`` before click sees the arguments."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["ehtool_record_command"] = args[cut + 1:]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_RecordCommand)
+@click.argument("specs", nargs=-1, metavar="SPEC...")
+@click.option("-o", "--output", default="perf.data", show_default=True, metavar="FILE",
+              help="perf.data file to write; '-' streams pipe-mode data to stdout.")
+@click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
+              help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
+@click.option("--provider", metavar="NAME",
+              help="Record EventHeader tracepoints NAME_L<level>K<keyword> for every "
+                   "--level and --keyword.")
+@click.option("--level", "levels", default="1-5", show_default=True, metavar="LIST",
+              help="Levels for --provider: N, N-M, comma lists (decimal or 0x hex).")
+@click.option("--keyword", "keywords", default="0x1", show_default=True, metavar="LIST",
+              help="Keywords for --provider, comma list (0x hex or decimal).")
+@click.option("--group", metavar="NAME", help="Provider group for --provider (G option).")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop after SECONDS (COMMAND, if still running, gets SIGTERM).")
+@click.option("--perf", "perf_path", metavar="PATH", help="The perf executable (default: PATH).")
+@click.option("--perf-arg", "perf_args", multiple=True, metavar="ARG",
+              help="Pass ARG to perf record (repeatable), e.g. --perf-arg=--mmap-flush=1.")
+@click.option("--buffer-size", metavar="SIZE",
+              help="Per-CPU ring buffer (perf -m): pages (a power of two) or a size like 16M.")
+@click.option("--decode", is_flag=True,
+              help="Stream decoded JSON to stdout while recording (perf -o - into "
+                   "'ehtool decode -'); COMMAND's stdout then goes to stderr.")
+@click.option("--decode-arg", "decode_args", multiple=True, metavar="ARG",
+              help="Pass ARG to 'ehtool decode' with --decode (repeatable), "
+                   "e.g. --decode-arg=--format=jsonl.")
+@click.option("--ready-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="How long perf may take to enable its events.")
+@click.option("-q", "--quiet", is_flag=True, help="No status lines, only warnings and errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Show perf's command line and its messages.")
+@click.pass_context
+def record(ctx: click.Context, specs: tuple[str, ...], output: str,
+           spec_files: tuple[str, ...], provider: str | None, levels: str, keywords: str,
+           group: str | None, duration: float | None, perf_path: str | None,
+           perf_args: tuple[str, ...], buffer_size: str | None, decode: bool,
+           decode_args: tuple[str, ...], ready_timeout: float, quiet: bool,
+           verbose: bool) -> None:
+    """Record tracepoints system-wide with perf into a perf.data file (or a live
+    JSON stream), optionally while COMMAND runs.
+
+    \b
+    A SPEC is one of:
+      MyProvider_L5K1           EventHeader tracepoint (user_events: prefix optional)
+      'MyEvent u32 a; u64 b'    user_events definition ('MyEvent ;' for no fields)
+      :sched:sched_switch       existing tracepoint (':Name' = user_events:Name)
+    Missing user_events are registered by ehtool and held until the end.
+
+    perf starts with its events disabled; COMMAND starts (or "recording, Ctrl-C
+    to stop" is printed) only after perf confirms it has enabled them, so
+    nothing written at start is lost. Ctrl-C, SIGTERM, --duration or COMMAND's
+    exit stop perf cleanly (SIGINT, escalating after a timeout). The exit status
+    is COMMAND's (128+N if a signal N killed it), else 0; 5 when perf fails.
+
+    \b
+    Examples:
+      ehtool record -o app.data MyProv_L5K1 -- ./app
+      ehtool record --duration 2 :sched:sched_switch
+      ehtool record --provider MyProv --level 1-5 --keyword 0x1,0x2 --decode
+    """
+    from ehtool.errors import UsageError
+    from ehtool.record.specs import expand_provider, merge_specs, parse_spec, read_spec_file
+    from ehtool.record.supervisor import Recorder, RecordOptions
+
+    command = ctx.meta.get("ehtool_record_command", [])
+    if "ehtool_record_command" in ctx.meta and not command:
+        raise UsageError("nothing after '--': give a COMMAND or drop the '--'")
+    parsed = []
+    for number, text in enumerate(specs, 1):
+        spec = parse_spec(text, f"argument {number}")
+        if spec is not None:
+            parsed.append(spec)
+    for path in spec_files:
+        parsed.extend(read_spec_file(path))
+    if provider is not None:
+        parsed.extend(expand_provider(provider, levels, keywords, group))
+    elif group is not None:
+        raise UsageError("--group needs --provider")
+    if not parsed:
+        raise UsageError("nothing to record: give a SPEC, -i FILE or --provider")
+
+    def say(message: str) -> None:
+        if not quiet:
+            click.echo(f"ehtool: {message}", err=True)
+
+    def warn(message: str) -> None:
+        click.echo(f"ehtool: warning: {message}", err=True)
+
+    def info(message: str) -> None:
+        if verbose:
+            click.echo(f"ehtool: {message}", err=True)
+
+    options = RecordOptions(
+        specs=merge_specs(parsed), output=output, command=command, duration=duration,
+        perf=perf_path, perf_args=perf_args, buffer_size=buffer_size, decode=decode,
+        decode_args=decode_args, ready_timeout=ready_timeout,
+        announce=say, warn=warn, info=info,
+    )
+    result = Recorder(options).run()
+    if verbose and result.perf_stderr.strip():
+        click.echo(result.perf_stderr.rstrip(), err=True)
+    for name in result.registered:
+        info(f"registered and released {name}")
+    if result.stats is not None:
+        say(f"wrote {output}: {result.stats.samples} samples, {result.stats.lost} lost")
+    sys.exit(result.exit_status)
