@@ -173,7 +173,9 @@ def parse_int_list(text: str, option: str, *, allow_ranges: bool) -> list[int]:
             raise SpecError(f"{option} {text!r}: {item!r} is not a number "
                             f"(use decimal or 0x hex{', or N-M' if allow_ranges else ''})"
                             ) from None
-        if lo < 0 or hi < lo:
+        if lo < 0:
+            raise SpecError(f"{option} {text!r}: {item!r} is negative")
+        if hi < lo:
             raise SpecError(f"{option} {text!r}: bad range {item!r}")
         if hi - lo > 255:
             raise SpecError(f"{option} {text!r}: range {item!r} is too long")

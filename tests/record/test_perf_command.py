@@ -1,0 +1,141 @@
+"""perf's command line, feature detection and permission checks (no perf needed)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ehtool.errors import ExternalError, UsageError
+from ehtool.record.checks import (
+    CAP_PERFMON,
+    CAP_SYS_ADMIN,
+    effective_caps,
+    permission_problem,
+)
+from ehtool.record.perf import (
+    PerfConfig,
+    PerfFeatures,
+    build_command,
+    find_perf,
+    parse_features,
+    probe_features,
+)
+
+HELP_61 = """
+ Usage: perf record [<options>] [<command>]
+    -D, --delay <ms>      ms to wait before starting measurement after program start
+        --control <fd:ctl-fd[,ack-fd] or fifo:ctl-fifo[,ack-fifo]>
+                          Listen on ctl-fd descriptor for command to control measurement
+        --sample-identifier
+                          Record the sample identifier
+"""
+HELP_58 = """
+ Usage: perf record [<options>] [<command>]
+    -D, --delay <n>       ms to wait before starting measurement after program start
+        --sample-identifier
+"""
+HELP_FD_ONLY = """
+        --control <fd:ctl-fd[:ack-fd]>
+                          Listen on ctl-fd descriptor for command to control measurement
+"""
+FULL = PerfFeatures((6, 1, 0), control_fifo=True, sample_identifier=True)
+
+
+def test_parse_features():
+    assert parse_features("perf version 6.1.192\n", HELP_61) == PerfFeatures(
+        (6, 1, 192), control_fifo=True, sample_identifier=True)
+    assert parse_features("perf version 5.8.g1234", HELP_58) == PerfFeatures(
+        (5, 8, 0), control_fifo=False, sample_identifier=True)
+    assert parse_features("", HELP_FD_ONLY) == PerfFeatures(None, False, False)
+
+
+def test_build_command_defaults():
+    config = PerfConfig(events=["user_events:P_L5K1", "sched:sched_switch"], output="x.data")
+    argv = build_command("/usr/bin/perf", config, FULL, ("/tmp/d/ctl", "/tmp/d/ack"))
+    assert argv == [
+        "/usr/bin/perf", "record", "-a", "-k", "monotonic", "--sample-identifier",
+        "-D", "-1", "--control", "fifo:/tmp/d/ctl,/tmp/d/ack",
+        "-e", "user_events:P_L5K1", "-e", "sched:sched_switch", "-o", "x.data",
+    ]
+
+
+def test_build_command_options_and_old_perf():
+    config = PerfConfig(events=["sched:sched_switch"], output="-", buffer_size="16M",
+                        extra_args=["--mmap-flush=1", "-c", "1"])
+    old = PerfFeatures((5, 4, 0), control_fifo=False, sample_identifier=False)
+    argv = build_command("perf", config, old)
+    assert argv == ["perf", "record", "-a", "-k", "monotonic", "-m", "16M",
+                    "-e", "sched:sched_switch", "-o", "-", "--mmap-flush=1", "-c", "1"]
+    assert "--control" not in argv and "-D" not in argv
+    assert isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+
+
+@pytest.mark.parametrize("size", ["0", "16Q", "-4", "1.5M", ""])
+def test_bad_buffer_size(size):
+    with pytest.raises(UsageError, match="--buffer-size"):
+        PerfConfig(events=["a:b"], buffer_size=size)
+
+
+def test_no_events():
+    with pytest.raises(UsageError, match="nothing to record"):
+        PerfConfig(events=[])
+
+
+def test_find_perf(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ExternalError, match="apt-get install linux-perf") as info:
+        find_perf()
+    assert info.value.exit_code == 5
+    exe = tmp_path / "perf"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    assert find_perf() == str(exe)
+    assert find_perf(str(exe)) == str(exe)
+    with pytest.raises(ExternalError, match="not an executable"):
+        find_perf(str(tmp_path / "nope"))
+
+
+def test_probe_rejects_a_perf_that_does_not_work(tmp_path):
+    # Debian's /usr/bin/perf wrapper prints this when the versioned binary is missing.
+    exe = tmp_path / "perf"
+    exe.write_text("#!/bin/sh\necho 'E: linux-perf-6.9 is not installed.' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    with pytest.raises(ExternalError, match="linux-perf-6.9 is not installed"):
+        probe_features(str(exe))
+
+
+def test_probe_real_output(fake_perf):
+    assert probe_features(fake_perf.path) == FULL.__class__((6, 1, 99), True, True)
+
+
+def test_effective_caps():
+    status = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n"
+    assert effective_caps(status) == 0x1FFFFFFFFFF
+    assert effective_caps("Name: x\n") is None
+
+
+@pytest.mark.parametrize("caps, paranoid, file_caps, ok", [
+    (1 << CAP_PERFMON, 2, False, True),
+    (1 << CAP_SYS_ADMIN, 2, False, True),
+    (0, -1, False, True),
+    (0, 2, True, True),  # perf has file capabilities: let it try
+    (0, 0, False, False),  # 0 is not enough for raw tracepoint data
+    (0, 2, False, False),
+    (None, 1, False, False),
+])
+def test_permission_problem(caps, paranoid, file_caps, ok):
+    problem = permission_problem(caps, paranoid, file_caps)
+    assert (problem is None) == ok
+    if not ok:
+        assert "CAP_PERFMON" in problem and f"(it is {paranoid})" in problem
+        assert "perf_event_paranoid=-1" in problem
+
+
+def test_root_passes_permission_check():
+    from ehtool.record.checks import check_permissions
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    check_permissions("/bin/true", None)
