@@ -1,0 +1,173 @@
+"""``ehtool record`` with the real perf on this host's kernel tracepoints (no VM).
+
+Skipped when perf is missing, when we may not record system-wide, or when the
+kernel lacks the tracepoints used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ehtool.record.perf import scan_recording
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def _perf_problem() -> str | None:
+    perf = shutil.which("perf")
+    if perf is None:
+        return "perf is not installed"
+    if not (TRACEFS / "events" / "sched" / "sched_switch" / "id").exists():
+        return "no tracefs with sched:sched_switch"
+    from ehtool.errors import EhtoolError
+    from ehtool.record.checks import check_permissions
+
+    try:
+        check_permissions(perf, TRACEFS)
+    except EhtoolError as exc:
+        return str(exc)
+    done = subprocess.run([perf, "version"], capture_output=True, check=False)
+    if done.returncode != 0:
+        return "perf does not run"
+    return None
+
+
+_PROBLEM = _perf_problem()
+pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"real perf unusable: {_PROBLEM}")
+
+
+def _decoder_problem() -> str | None:
+    try:
+        import ehtool.output.decode  # noqa: F401
+    except ImportError as exc:
+        return f"ehtool decode is not importable: {exc}"
+    return None
+
+
+def ehtool(*args: str, **kw) -> subprocess.CompletedProcess:
+    if "stdout" not in kw and "stderr" not in kw:
+        kw["capture_output"] = True
+    kw.setdefault("timeout", 120)
+    return subprocess.run([sys.executable, "-m", "ehtool", *args], check=False, **kw)
+
+
+def perf_script(path: Path) -> str:
+    done = subprocess.run(["perf", "script", "-i", str(path)], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_duration_records_a_file_perf_script_reads(tmp_path):
+    out = tmp_path / "x.data"
+    started = time.monotonic()
+    done = ehtool("record", "--duration", "1", ":sched:sched_switch", "-o", str(out), text=True)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "recording (for 1 s), Ctrl-C to stop" in done.stderr
+    assert 1.0 <= elapsed < 30
+    script = perf_script(out)
+    assert "sched:sched_switch:" in script and "prev_comm=" in script
+    stats = scan_recording(out)
+    assert stats.errors == [] and stats.samples > 0
+    assert f"wrote {out}: {stats.samples} samples, 0 lost" in done.stderr
+
+
+def test_sigterm_mid_session_leaves_a_complete_file(tmp_path):
+    out = tmp_path / "term.data"
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", ":sched:sched_switch",
+                             "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert "recording, Ctrl-C to stop" in line
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read()
+    assert proc.wait(60) == 0, rest
+    stats = scan_recording(out)
+    assert stats.errors == [] and stats.samples > 0
+    assert "sched:sched_switch:" in perf_script(out)
+    if _decoder_problem() is None:
+        decoded = ehtool("decode", str(out))
+        assert decoded.returncode == 0, decoded.stderr
+        events = json.loads(decoded.stdout.decode("utf-8-sig"))[str(out)]
+        assert len(events) == stats.samples
+        assert events[0]["n"] == "sched:sched_switch"
+
+
+def test_command_exec_is_recorded(tmp_path):
+    """COMMAND starts only after perf enabled its events: its own exec is in the file."""
+    out = tmp_path / "exec.data"
+    done = ehtool("record", "-o", str(out), ":sched:sched_process_exec",
+                  "--", "/bin/true", text=True)
+    assert done.returncode == 0, done.stderr
+    assert "recording, Ctrl-C" not in done.stderr
+    assert "filename=/bin/true" in perf_script(out)
+
+
+def test_all_1000_syscalls_at_command_start_are_recorded(tmp_path):
+    if not (TRACEFS / "events" / "syscalls" / "sys_enter_getppid").exists():
+        pytest.skip("kernel has no syscalls:sys_enter_getppid tracepoint")
+    out, pid_file = tmp_path / "sys.data", tmp_path / "pid"
+    code = (f"import os\nfor _ in range(1000): os.getppid()\n"
+            f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n")
+    done = ehtool("record", "-o", str(out), ":syscalls:sys_enter_getppid", "--",
+                  sys.executable, "-S", "-c", code, text=True)
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    from ehtool.perfdata.reader import PerfDataFile
+
+    with PerfDataFile.open(str(out)) as data:
+        count = sum(1 for s in data.samples(order="file") if s.pid == pid)
+    assert count == 1000
+
+
+def test_exit_status_is_the_commands(tmp_path):
+    done = ehtool("record", "-o", str(tmp_path / "s.data"), ":sched:sched_switch", "--",
+                  "sh", "-c", "exit 42")
+    assert done.returncode == 42
+
+
+def test_sigint_is_forwarded_to_command_when_not_from_a_terminal(tmp_path):
+    flag = tmp_path / "got-int"
+    script = f"trap 'touch {flag}; exit 3' INT; echo started; while :; do sleep 0.05; done"
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", "-o",
+                             str(tmp_path / "i.data"), ":sched:sched_switch", "--",
+                             "sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    assert proc.stdout.readline() == "started\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 3, proc.stderr.read()
+    assert flag.exists()
+    assert scan_recording(tmp_path / "i.data").errors == []
+
+
+def test_pipe_mode_to_stdout(tmp_path):
+    out = tmp_path / "pipe.data"
+    with open(out, "wb") as f:
+        done = ehtool("record", "-o", "-", "--duration", "1", ":sched:sched_switch",
+                      stdout=f, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes()[:8] == b"PERFILE2"
+    assert "sched:sched_switch:" in perf_script(out)
+
+
+def test_live_decode(tmp_path):
+    problem = _decoder_problem()
+    if problem:
+        pytest.skip(problem)
+    done = ehtool("record", "--decode", "--duration", "1", ":sched:sched_switch",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = json.loads(done.stdout.decode("utf-8-sig"))["stdin"]
+    assert events and all(e["n"] == "sched:sched_switch" for e in events)
+    assert os.listdir(tmp_path) == []  # no perf.data: the data went through the pipe
