@@ -87,6 +87,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        import os
+
+        if os.environ.get("EHTOOL_DEBUG"):
+            raise
+        click.echo(f"ehtool: internal error: {type(exc).__name__}: {exc} "
+                   "(set EHTOOL_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)
     sys.exit(0)
 
 

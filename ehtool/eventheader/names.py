@@ -168,7 +168,8 @@ def _check_event_name(name: str) -> None:
     if not name:
         raise InvalidNameError("the tracepoint name is empty")
     if len(name) > NAME_MAX:
-        raise InvalidNameError(f"tracepoint name is {len(name)} characters; the limit is {NAME_MAX}")
+        raise InvalidNameError(
+            f"tracepoint name is {len(name)} characters; the limit is {NAME_MAX}")
     for ch, what in _FORBIDDEN.items():
         if ch in name:
             raise InvalidNameError(f"tracepoint name {name!r} must not contain {what}")

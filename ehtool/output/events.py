@@ -70,8 +70,6 @@ class SampleFormatter:
         meta: frozenset[str] = META_DEFAULT,
         warn: Callable[[str], None] | None = None,
     ) -> None:
-        from ehtool.eventheader.decoder import EventHeaderDecoder
-
         self.style = style
         self.big_endian = big_endian
         self.long_size = long_size
@@ -79,7 +77,7 @@ class SampleFormatter:
         self.comm_of = comm_of
         self.meta = meta
         self.warn = warn
-        self._eh = EventHeaderDecoder(style)
+        self._eh: Any = None  # the EventHeader decoder, made when first needed
         self._handlers: dict[Any, Callable[[Any], bytes]] = {}
         s = style
         self._k_n = b"{" + s.first + b'"n"' + s.colon
@@ -129,6 +127,10 @@ class SampleFormatter:
             return plain
 
         tracepoint = fmt.name
+        if self._eh is None:
+            from ehtool.eventheader.decoder import EventHeaderDecoder
+
+            self._eh = EventHeaderDecoder(self.style)
         decode = self._eh.decode
         common_render = (
             make_renderer(fmt, self.style, self.long_size, self.big_endian, common="only")

@@ -1,0 +1,162 @@
+"""JSON members for a plain (non-EventHeader) tracepoint record, as perf-decode
+renders tracefs fields.
+
+* ``char`` arrays and ``__data_loc char[]``: a string of the bytes up to the
+  first NUL, each byte one Latin-1 code point;
+* pointers, ``unsigned long`` and unknown typedefs (``pid_t``, ``gfp_t``...):
+  ``"0x%X"``;
+* other integers: decimal. Like perf-decode, 8- and 16-bit signed fields are
+  read unsigned (``s8 -1`` prints ``255``), 32- and 64-bit ones signed;
+* arrays of numbers: JSON arrays; ``struct`` blobs: hex bytes;
+* a field beyond the end of the record: ``null``.
+
+A renderer is built once per format and then called for every sample.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from ehtool.output.style import JsonStyle
+from ehtool.output.values import hex_bytes, latin1_json
+from ehtool.perfdata.tracefs_format import (
+    HEX,
+    NONE,
+    SCALAR,
+    SIGNED,
+    STRING,
+    EventFormat,
+    FieldFormat,
+)
+
+Renderer = Callable[[bytes | memoryview], bytes]
+
+_UNSIGNED_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+# perf-decode reads 8/16-bit values unsigned even for signed fields
+_SIGNED_CODES = {1: "B", 2: "H", 4: "i", 8: "q"}
+
+
+def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
+                  big_endian: bool = False, common: bool | str = False) -> Renderer:
+    """Renderer of a record's members, each prefixed by ``style.sep``.
+
+    ``common``: False for the event's own fields, True for the ``common_*``
+    fields followed by the own fields, ``"only"`` for just the common fields.
+    """
+    if common == "only":
+        fields = fmt.common_fields
+    elif common:
+        fields = fmt.common_fields + fmt.fields
+    else:
+        fields = fmt.fields
+    order = ">" if big_endian else "<"
+    parts = [(style.sep + latin1_json(f.name.encode("latin-1", "replace")) + style.colon,
+              _value_getter(f, style, order, big_endian)) for f in fields]
+
+    # Fast path: every field is a fixed-offset scalar: one struct for all of them.
+    fixed = [f for f in fields if f.array == SCALAR and f.format not in (NONE, STRING)
+             and f.size == f.element_size]
+    if fields and len(fixed) == len(fields):
+        return _fixed_renderer(fields, parts, order)
+
+    def render(raw: bytes | memoryview) -> bytes:
+        return b"".join([key + get(raw) for key, get in parts])
+
+    return render
+
+
+def raw_renderer(style: JsonStyle) -> Renderer:
+    """``"raw": "<hex bytes>"`` for a tracepoint without a format."""
+    key = style.sep + b'"raw"' + style.colon
+    return lambda raw: key + hex_bytes(raw)
+
+
+def _fixed_renderer(fields: list[FieldFormat], parts: list, order: str) -> Renderer:
+    end = max(f.offset + f.size for f in fields)
+    # contiguous layout with pad bytes, read in one unpack
+    layout = order
+    pos = 0
+    items = []
+    for f in sorted(fields, key=lambda f: f.offset):
+        if f.offset < pos:  # overlapping fields: fall back
+            return _generic(parts)
+        layout += "x" * (f.offset - pos) + _code(f)
+        pos = f.offset + f.size
+        items.append(f)
+    packer = struct.Struct(layout)
+    index = {id(f): i for i, f in enumerate(items)}
+    keys = [(index[id(f)], key, f.format == HEX)
+            for f, (key, _) in zip(fields, parts, strict=True)]
+    template = b"".join(key + (b'"0x%X"' if is_hex else b"%d") for _, key, is_hex in keys)
+    order_idx = [i for i, _, _ in keys]
+    slow = _generic(parts)
+    unpack_from = packer.unpack_from
+    if order_idx == list(range(len(items))):
+        def render(raw: bytes | memoryview) -> bytes:
+            if len(raw) < end:
+                return slow(raw)
+            return template % unpack_from(raw)
+    else:
+        def render(raw: bytes | memoryview) -> bytes:
+            if len(raw) < end:
+                return slow(raw)
+            values = unpack_from(raw)
+            return template % tuple([values[i] for i in order_idx])
+    return render
+
+
+def _generic(parts: list) -> Renderer:
+    def render(raw: bytes | memoryview) -> bytes:
+        return b"".join([key + get(raw) for key, get in parts])
+    return render
+
+
+def _code(f: FieldFormat) -> str:
+    table = _SIGNED_CODES if f.format == SIGNED else _UNSIGNED_CODES
+    return table[f.element_size]
+
+
+def _value_getter(f: FieldFormat, style: JsonStyle, order: str,
+                  big_endian: bool) -> Callable[[bytes | memoryview], bytes]:
+    """A function raw -> JSON value of field ``f``."""
+    if f.format == STRING:
+        def string(raw: bytes | memoryview) -> bytes:
+            data = f.data(raw, big_endian)
+            if data is None:
+                return b"null"
+            data = bytes(data)
+            nul = data.find(b"\0")
+            return latin1_json(data if nul < 0 else data[:nul])
+        return string
+    if f.format == NONE and (f.array == SCALAR or f.element_size == 1):
+        def blob(raw: bytes | memoryview) -> bytes:
+            data = f.data(raw, big_endian)
+            return b"null" if data is None else hex_bytes(data)
+        return blob
+
+    size = f.element_size
+    text = b'"0x%X"' if f.format in (HEX, NONE) else b"%d"
+    one = struct.Struct(order + _code(f))
+    if f.array == SCALAR:
+        def scalar(raw: bytes | memoryview) -> bytes:
+            data = f.data(raw, big_endian)
+            if data is None or len(data) < size:
+                return b"null"
+            return text % one.unpack_from(data)[0]
+        return scalar
+
+    sep, open_, close, empty = style.sep, b"[" + style.first, style.close_arr, style.empty_arr
+    code = _code(f)
+
+    def array(raw: bytes | memoryview) -> bytes:
+        data = f.data(raw, big_endian)
+        if data is None:
+            return b"null"
+        n = len(data) // size
+        if not n:
+            return empty
+        values = struct.unpack_from(f"{order}{n}{code}", data)
+        return open_ + sep.join([text % v for v in values]) + close
+
+    return array
