@@ -87,7 +87,7 @@ def utf32_json(data: bytes | memoryview, big_endian: bool) -> bytes:
         units.byteswap()
     try:
         text = "".join(map(chr, units))
-    except ValueError:
+    except (ValueError, OverflowError):
         text = "".join(chr(u) if u <= 0x10FFFF else "\ufffd" for u in units)
     return str_json(text)
 

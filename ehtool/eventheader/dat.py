@@ -1,0 +1,32 @@
+"""Reader for ``.dat`` captures of raw EventHeader events (EventHeaderInterceptor):
+records of ``u32 size`` (including itself), the NUL-terminated tracepoint name,
+then the EventHeader bytes."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from ehtool.errors import InputError
+
+
+def iter_dat(path: str) -> Iterator[tuple[str, bytes]]:
+    """Yield (tracepoint name, event bytes) for each record of a little-endian .dat file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), path) from None
+    pos = 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise InputError("truncated record size", path, pos)
+        (size,) = struct.unpack_from("<I", data, pos)
+        if size < 5 or pos + size > len(data):
+            raise InputError(f"bad record size {size}", path, pos)
+        record = data[pos + 4:pos + size]
+        nul = record.find(b"\0")
+        if nul < 0:
+            raise InputError("tracepoint name without terminator", path, pos)
+        yield record[:nul].decode("utf-8", "surrogateescape"), record[nul + 1:]
+        pos += size
