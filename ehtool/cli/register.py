@@ -1,0 +1,86 @@
+"""``ehtool register``: pre-register user_events tracepoints, hold or persist them."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("definitions", nargs=-1, metavar="[DEFINITION...]")
+@click.option("-i", "--input", "files", multiple=True, metavar="FILE",
+              help="Read definitions from FILE, one a line ('#' comments and blank lines "
+                   "skipped). Repeatable.")
+@click.option("--provider", metavar="NAME",
+              help="Register PROVIDER_L<level>K<keyword> for every --level and --keyword.")
+@click.option("--level", "levels", default="1-5", show_default=True, metavar="LIST",
+              help="Levels for --provider: N, N-M, comma separated.")
+@click.option("--keyword", "keywords", default="0x1", show_default=True, metavar="LIST",
+              help="Keywords for --provider: comma separated, hex (0x) or decimal.")
+@click.option("--group", metavar="NAME", help="Provider group for --provider (G option).")
+@click.option("--persist", is_flag=True,
+              help="Register with USER_EVENT_REG_PERSIST: the events outlive this process "
+                   "until 'ehtool unregister' (needs CAP_PERFMON, Linux 6.7+). Implies "
+                   "--no-wait.")
+@click.option("--wait/--no-wait", default=None,
+              help="Hold the registrations until SIGINT/SIGTERM (default), or exit at once.")
+def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str | None,
+             levels: str, keywords: str, group: str | None, persist: bool,
+             wait: bool | None) -> None:
+    """Register user_events tracepoints so that perf can enable them before the
+    program that writes them starts.
+
+    A DEFINITION without whitespace is an EventHeader tracepoint name
+    (MyProvider_L5K1, MyProvider_L5K3ffGmygroup) and gets the standard
+    EventHeader fields; one with whitespace is a full user_events definition
+    ('MyEvent u32 count; char[16] name', 'MyEvent ;' for no fields). Every
+    definition is checked before any is registered.
+
+    With --wait (the default) the registered tracepoint names are printed one a
+    line on stdout, then ehtool holds them until SIGINT or SIGTERM, unregisters
+    and exits 0.
+
+    \b
+    Examples:
+      ehtool register MyProvider_L5K1 'MyEvent u32 count; char[16] name' &
+      ehtool register --provider MyProvider --level 1-5 --keyword 0x1,0x2
+      ehtool register --persist MyProvider_L4K1
+    """
+    from ehtool.errors import UsageError
+    from ehtool.kernel.registry import check_definition, hold, register_all
+    from ehtool.record.specs import (
+        SpecKind,
+        expand_provider,
+        merge_specs,
+        parse_spec,
+        read_spec_file,
+    )
+
+    specs = []
+    for number, text in enumerate(definitions, 1):
+        spec = parse_spec(text, f"argument {number}")
+        if spec is not None:
+            specs.append(spec)
+    for path in files:
+        specs.extend(read_spec_file(path))
+    if provider is not None:
+        specs.extend(expand_provider(provider, levels, keywords, group))
+    if not specs:
+        raise UsageError("nothing to register: give DEFINITIONs, -i FILE or --provider")
+    specs = merge_specs(specs)
+    for spec in specs:
+        if spec.kind is SpecKind.IDENTIFIER:
+            raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "
+                             "(leading ':'); register takes definitions")
+        if spec.kind is SpecKind.DEFINITION:
+            check_definition(spec.command, spec.source)
+    if wait is None:
+        wait = not persist
+    if persist and wait:
+        raise UsageError("--persist registers and exits: it cannot be combined with --wait")
+
+    with register_all([s.command for s in specs], persist=persist) as regs:
+        for reg in regs:
+            click.echo(reg.name)
+        click.get_text_stream("stdout").flush()
+        if wait:
+            hold()

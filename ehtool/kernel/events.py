@@ -1,0 +1,35 @@
+"""A description of every registered user_event: name, definition, who uses it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ehtool.errors import KernelError
+from ehtool.kernel import tracefs
+
+
+def list_user_events() -> list[dict[str, Any]]:
+    """``[{"name", "tracepoint", "definition", "eventheader", "enabled", "used_by"}]``."""
+    from ehtool.eventheader.names import is_eventheader_name
+    from ehtool.perfdata.tracefs_format import parse_format
+
+    out = []
+    for entry in tracefs.read_status():
+        definition = entry.name
+        eventheader = False
+        try:
+            fmt = parse_format(tracefs.read_format("user_events", entry.name), "user_events")
+            decls = [f.decl for f in fmt.fields]
+            definition = f"{entry.name} {'; '.join(decls)}" if decls else entry.name
+            eventheader = fmt.eventheader_offset is not None and is_eventheader_name(entry.name)
+        except (KernelError, ValueError):
+            pass
+        out.append({
+            "name": entry.name,
+            "tracepoint": f"user_events:{entry.name}",
+            "definition": definition,
+            "eventheader": eventheader,
+            "enabled": entry.enabled,
+            "used_by": sorted(entry.used_by),
+        })
+    return out
