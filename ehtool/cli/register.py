@@ -46,7 +46,7 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
       ehtool register --persist MyProvider_L4K1
     """
     from ehtool.errors import UsageError
-    from ehtool.kernel.registry import check_definition, hold, register_all
+    from ehtool.kernel.registry import check_definition, register_all, stop_signals
     from ehtool.record.specs import (
         SpecKind,
         expand_provider,
@@ -78,9 +78,10 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
     if persist and wait:
         raise UsageError("--persist registers and exits: it cannot be combined with --wait")
 
-    with register_all([s.command for s in specs], persist=persist) as regs:
+    with stop_signals() as wait_for_signal, \
+            register_all([s.command for s in specs], persist=persist) as regs:
         for reg in regs:
             click.echo(reg.name)
         click.get_text_stream("stdout").flush()
         if wait:
-            hold()
+            wait_for_signal()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ehtool.errors import KernelError, UsageError
 from ehtool.kernel.user_events import MAX_COMMAND, Registration, UserEvents
@@ -89,17 +89,22 @@ def register_all(commands: list[str], *, persist: bool = False) -> Iterator[list
         ue.close()
 
 
-def hold() -> None:
-    """Block until SIGINT or SIGTERM arrives."""
-    caught = []
+@contextlib.contextmanager
+def stop_signals() -> Iterator[Callable[[], None]]:
+    """Catch SIGINT and SIGTERM from the start of the block; yield ``wait()``, which
+    blocks until one of them has arrived (at once if one already did)."""
+    caught: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
         caught.append(signum)
 
-    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    def wait() -> None:
         while not caught:
             signal.pause()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield wait
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
