@@ -126,11 +126,12 @@ def _generated_reader(prefix: FixedPrefix, desc: EventDesc, has_raw: bool = True
         "def read_sample(buf, pos, size, base=0):\n"
         f"    ({', '.join(names)},) = unpack_from(buf, pos)\n"
         + body
-        + f"    return Sample({args['time']}, {args['cpu']}, {args['pid']}, {args['tid']},"
-        f" raw, desc, pos + base)\n"
+        + "    s = new(Sample)\n"
+        + "".join(f"    s.{n} = {args[n]}\n" for n in _SAMPLE_FIELDS)
+        + "    s.raw = raw\n    s.desc = desc\n    s.offset = pos + base\n    return s\n"
     )
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "desc": desc,
-                 "CorruptSample": CorruptSample}
+                 "CorruptSample": CorruptSample, "new": object.__new__}
     exec(compile(src, f"<sample reader {desc.name or desc.index}>", "exec"), namespace)  # noqa: S102
     fn = namespace["read_sample"]
     fn.source = src  # type: ignore[attr-defined]

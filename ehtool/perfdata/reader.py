@@ -112,6 +112,7 @@ class PerfDataFile:
         self._u64 = struct.Struct(self.grammar.endian + "Q").unpack_from
         self._u32 = struct.Struct(self.grammar.endian + "I").unpack_from
         self._hdr = struct.Struct(self.grammar.endian + "IHH").unpack_from
+        self._hdr_id = struct.Struct(self.grammar.endian + "IHHQ").unpack_from
         self._file: BinaryIO | None = None
         self._mm: mmap.mmap | None = None
         self._stream: BinaryIO | None = None
@@ -487,18 +488,26 @@ class PerfDataFile:
         the first unread record. Sets ``self._fatal`` on corrupt sizes.
         """
         hdr = self._hdr
+        hdr_id = self._hdr_id  # header + IDENTIFIER in one unpack
         u64 = self._u64
         readers = self._readers
         append = out.append
         id_at = self._id_at
         lone = self.descs[0].reader if len(self.descs) == 1 else None
+        sample_type = _SAMPLE
         nsamples = 0
         while pos < limit:
-            if pos + 8 > end:
+            if pos + 16 <= end:
+                rtype, _misc, size, ident = hdr_id(buf, pos)
+            elif pos + 8 <= end:
+                rtype, _misc, size = hdr(buf, pos)
+                ident = None
+            else:
                 break
-            rtype, _misc, size = hdr(buf, pos)
-            if rtype == _SAMPLE and size >= 16 and pos + size <= end:
-                if id_at >= 0:
+            if rtype == sample_type and size >= 16 and pos + size <= end:
+                if id_at == 8:
+                    reader = readers.get(ident)
+                elif id_at > 0:
                     reader = readers.get(u64(buf, pos + id_at)[0]) if id_at + 8 <= size else None
                 else:
                     reader = lone

@@ -266,3 +266,56 @@ def transcode_record(src: PerfGrammar, dst: PerfGrammar, data: bytes, desc: Any)
     out = dst.record(rtype, body_size, dst.sample_id(trailer) if trailer is not None else None
                      ).build(obj)
     return out if len(out) == len(data) else None
+
+
+def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, count: int, *,
+                   round_every: int = 4096) -> int:
+    """Write ``count`` samples by repeating the samples of ``src_path`` with shifted times.
+
+    Metadata (events, names, tracing data, clock) is copied; a FINISHED_ROUND
+    follows every ``round_every`` samples. Returns the number of samples written.
+    """
+    import struct
+
+    from ehtool.perfdata.hotpath import sample_prefix
+    from ehtool.perfdata.reader import PerfDataFile
+
+    with PerfDataFile.open(src_path) as f:
+        g = f.grammar
+        size_of = struct.Struct(g.endian + "H").unpack_from
+        protos: list[tuple[bytearray, int | None, int]] = []
+        assert f._mm is not None
+        for s in f.samples(order="file"):
+            size = size_of(f._mm, s.offset + 6)[0]
+            layout = sample_prefix(g, s.desc.attr.sample_type, s.desc.attr.read_format)
+            protos.append((bytearray(f._mm[s.offset:s.offset + size]),
+                           layout.offsets.get("time"), s.time or 0))
+        if not protos:
+            raise ValueError(f"{src_path}: no samples to replay")
+        w = PerfDataWriter(dst_path, big_endian=f.big_endian)
+        copy_metadata(w, f)
+    first = min(t for _, _, t in protos)
+    span = max(t for _, _, t in protos) - first + 1
+    put_time = struct.Struct(g.endian + "Q").pack_into
+    round_rec = w.record_bytes(RecordType.FINISHED_ROUND)
+    chunk: list[bytes] = []
+    n = 0
+    rep = 0
+    while n < count:
+        shift = rep * span
+        for data, time_at, t in protos:
+            if time_at is not None:
+                put_time(data, time_at, t + shift)
+            chunk.append(bytes(data))
+            n += 1
+            if n % round_every == 0:
+                chunk.append(round_rec)
+            if n >= count:
+                break
+        if len(chunk) > 8192 or n >= count:
+            w.add_raw(b"".join(chunk))
+            chunk = []
+        rep += 1
+    w.add_raw(b"".join(chunk) + round_rec)
+    w.close()
+    return n
