@@ -1,0 +1,138 @@
+"""``ehtool write``: send EventHeader events from the shell."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+_LEVELS = {"critical": 1, "error": 2, "warning": 3, "info": 4, "information": 4, "verbose": 5}
+_OPCODES = {"info": 0, "start": 1, "activity_start": 1, "stop": 2, "activity_stop": 2,
+            "collection_start": 3, "collection_stop": 4, "extension": 5, "reply": 6,
+            "resume": 7, "suspend": 8, "send": 9, "receive": 240}
+
+
+def _named_int(table: dict[str, int], what: str, lo: int, hi: int):
+    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        if value is None:
+            return None
+        number = table.get(value.lower())
+        if number is None:
+            try:
+                number = int(value, 0)
+            except ValueError:
+                raise click.BadParameter(
+                    f"{value!r}: give a number or one of {', '.join(table)}") from None
+        if not lo <= number <= hi:
+            raise click.BadParameter(f"{what} must be {lo}..{hi}")
+        return number
+    return convert
+
+
+def _int_range(lo: int, hi: int):
+    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        if value is None:
+            return None
+        try:
+            number = int(value, 0)
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not a number (decimal or 0x hex)") from None
+        if not lo <= number <= hi:
+            raise click.BadParameter(f"must be {lo}..{hi:#x}")
+        return number
+    return convert
+
+
+_TYPES_HELP = (
+    "i8 i16 i32 i64 (signed), u8 u16 u32 u64 (unsigned), x8 x16 x32 x64 (hex), iptr uptr xptr "
+    "(pointer-sized), bool bool32, f32 f64, char char16, str str16 str32 (NUL-terminated), "
+    "lstr lstr16 lstr32 (counted), bin (hex bytes), guid, time time32 (seconds or ISO 8601), "
+    "errno (number or ENAME), pid, port, ipv4, ipv6"
+)
+
+
+@click.command(epilog=f"Field types: {_TYPES_HELP}.")
+@click.argument("provider", required=False)
+@click.argument("event", required=False)
+@click.argument("fields", nargs=-1, metavar="[FIELD...]")
+@click.option("--level", callback=_named_int(_LEVELS, "level", 1, 255), default="5",
+              show_default=True, help="Level: 1-255 or critical, error, warning, info, verbose.")
+@click.option("--keyword", callback=_int_range(0, (1 << 64) - 1), default="1", show_default=True,
+              help="Keyword bits (hex 0x.. or decimal).")
+@click.option("--opcode", callback=_named_int(_OPCODES, "opcode", 0, 255), default="0",
+              help="Opcode: 0-255 or info, start, stop, reply, send, receive, ...")
+@click.option("--id", "event_id", callback=_int_range(0, 0xFFFF), default="0",
+              help="Stable event id.")
+@click.option("--version", "event_version", callback=_int_range(0, 0xFF), default="0",
+              help="Event version.")
+@click.option("--tag", callback=_int_range(0, 0xFFFF), default="0", help="Event tag.")
+@click.option("--activity", metavar="UUID", help="Activity id.")
+@click.option("--related-activity", metavar="UUID", help="Related (parent) activity id.")
+@click.option("--group", metavar="NAME", help="Provider group (the tracepoint's G option).")
+@click.option("--batch", is_flag=True,
+              help="Read events as JSON Lines from stdin (or -i FILE); see below.")
+@click.option("-i", "--input", "input_file", metavar="FILE", help="Batch input file.")
+@click.option("--strict", is_flag=True, help="Batch: stop at the first bad line.")
+@click.option("--require-enabled", is_flag=True,
+              help="Exit 3 when no session has the tracepoint enabled (nothing written).")
+@click.option("--dry-run", is_flag=True,
+              help="Print 'TRACEPOINT HEX' for each event instead of writing (no kernel).")
+@click.option("-v", "--verbose", is_flag=True, help="Say on stderr what was written or skipped.")
+def write(provider: str | None, event: str | None, fields: tuple[str, ...], level: int,
+          keyword: int, opcode: int, event_id: int, event_version: int, tag: int,
+          activity: str | None, related_activity: str | None, group: str | None, batch: bool,
+          input_file: str | None, strict: bool, require_enabled: bool, dry_run: bool,
+          verbose: bool) -> None:
+    """Write an EventHeader event to PROVIDER_L<level>K<keyword> (registered by
+    this command). When no session has the tracepoint enabled nothing is written:
+    exit 0, or 3 with --require-enabled.
+
+    A FIELD is NAME=VALUE (a UTF-8 string) or NAME:TYPE=VALUE; arrays are
+    NAME:TYPE[]=v1,v2,... (or TYPE[N] for a constant count). EVENT may carry
+    ';key=value' attributes.
+
+    \b
+    Batch (--batch), one JSON object a line:
+      {"provider": "P", "event": "E", "level": 5, "keyword": "0x1",
+       "opcode": 0, "id": 0, "version": 0, "tag": 0, "group": "g",
+       "activity": "UUID", "related_activity": "UUID",
+       "fields": [["n", "u32", 7], ["s", "str", "x"], ["a", "u8[]", [1, 2]],
+                  ["pt", "struct", [["x", "i32", 1], ["y", "i32", 2]]],
+                  {"name": "t", "type": "u16", "value": 1, "tag": 5}]}
+    Only "provider" and "event" are required; options give the defaults.
+
+    \b
+    Examples:
+      ehtool write MyProvider Started version=1.2 pid:pid=$$
+      ehtool write --level error MyProvider Failed errno:errno=ENOENT path=/etc/x
+      ehtool write --dry-run MyProvider Ev n:u32=7 xs:u8[]=1,2,3
+      ehtool write --batch < events.jsonl
+    """
+    from ehtool.eventheader.writer import EventWriter, WriteDefaults
+
+    defaults = WriteDefaults(level=level, keyword=keyword, opcode=opcode, id=event_id,
+                             version=event_version, tag=tag, activity=activity,
+                             related_activity=related_activity, group=group)
+    out = sys.stdout
+
+    def say(message: str) -> None:
+        if verbose:
+            click.echo(message, err=True)
+
+    writer = EventWriter(dry_run=dry_run, out=out, say=say)
+    try:
+        if batch or input_file:
+            if provider or event or fields:
+                raise click.UsageError("--batch takes events from its input, not arguments")
+            status = writer.batch(input_file, defaults, strict=strict,
+                                  require_enabled=require_enabled,
+                                  warn=lambda m: click.echo(f"ehtool: error: {m}", err=True))
+        else:
+            if not provider or not event:
+                raise click.UsageError("give PROVIDER and EVENT (or --batch)")
+            status = writer.one(provider, event, list(fields), defaults,
+                                require_enabled=require_enabled)
+    finally:
+        writer.close()
+    if status:
+        sys.exit(status)

@@ -1,0 +1,206 @@
+"""Writing encoded EventHeader events to their tracepoints (``ehtool write``).
+
+``EventWriter`` registers each distinct ``Provider_L<level>K<keyword>[G...]``
+tracepoint once, then writes events with one ``writev`` each. Field text from
+the command line (``NAME=VALUE``, ``NAME:TYPE=VALUE``, ``NAME:TYPE[]=a,b``)
+and batch lines (JSON) become :class:`~ehtool.eventheader.encoder.Field` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TextIO
+
+from ehtool.errors import EXIT_DISABLED, EXIT_INPUT, InputError, UsageError
+from ehtool.eventheader import names
+from ehtool.eventheader.encoder import EncodeError, Event, Field, encode, parse_type
+
+
+@dataclass(frozen=True, slots=True)
+class WriteDefaults:
+    """Header values for events that do not set their own."""
+
+    level: int = 5
+    keyword: int = 1
+    opcode: int = 0
+    id: int = 0
+    version: int = 0
+    tag: int = 0
+    activity: str | None = None
+    related_activity: str | None = None
+    group: str | None = None
+
+
+def parse_field_arg(text: str) -> Field:
+    """``NAME=VALUE`` | ``NAME:TYPE=VALUE`` | ``NAME:TYPE[]=v1,v2`` -> Field."""
+    head, eq, value = text.partition("=")
+    if not eq:
+        raise UsageError(f"field {text!r}: expected NAME=VALUE or NAME:TYPE=VALUE")
+    name, colon, type_ = head.rpartition(":") if ":" in head else (head, "", "str")
+    if not name:
+        raise UsageError(f"field {text!r}: the field name is empty")
+    try:
+        ftype, count = parse_type(type_)
+    except EncodeError as exc:
+        raise UsageError(f"field {text!r}: {exc}") from None
+    if ftype.name == "struct":
+        raise UsageError(f"field {text!r}: structs are written with --batch")
+    if count is not None:
+        return Field(name, type_, value.split(",") if value else [])
+    return Field(name, type_, value)
+
+
+def fields_from_json(items: Any, where: str) -> list[Field]:
+    """Batch ``fields``: ``[name, type, value]`` triples or ``{"name", "type", "value", "tag"}``."""
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: 'fields' must be a list")
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            name, type_, value, tag = (item.get("name"), item.get("type", "str"),
+                                       item.get("value"), item.get("tag", 0))
+        elif isinstance(item, list) and len(item) in (2, 3):
+            name, type_ = item[0], item[1] if len(item) == 3 else "str"
+            value, tag = item[-1], 0
+        else:
+            raise ValueError(f"{where}: a field is [name, type, value] or an object, "
+                             f"not {item!r}")
+        if not isinstance(name, str) or not isinstance(type_, str):
+            raise ValueError(f"{where}: field name and type must be strings in {item!r}")
+        ftype, count = parse_type(type_)
+        if ftype.name == "struct":
+            if count is None:
+                value = fields_from_json(value, f"{where}: struct {name!r}")
+            else:
+                value = [fields_from_json(v, f"{where}: struct {name!r}") for v in value]
+        out.append(Field(name, type_, value, int(tag)))
+    return out
+
+
+class EventWriter:
+    """Registers tracepoints on demand and writes (or, dry-run, prints) events."""
+
+    def __init__(self, *, dry_run: bool = False, out: TextIO | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.dry_run = dry_run
+        self.out = out
+        self.say = say or (lambda message: None)
+        self._ue: Any = None
+        self._regs: dict[str, Any] = {}
+        self.written = self.skipped = 0
+
+    def one(self, provider: str, event_name: str, field_args: list[str],
+            defaults: WriteDefaults, require_enabled: bool = False) -> int:
+        """Write one event from command-line text; return the exit status."""
+        fields = [parse_field_arg(text) for text in field_args]
+        try:
+            name = names.build(provider, defaults.level, defaults.keyword, defaults.group)
+        except names.InvalidNameError as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            data = encode(self._event(event_name, fields, defaults))
+        except EncodeError as exc:
+            raise UsageError(str(exc)) from None
+        written = self.send(str(name), data)
+        return EXIT_DISABLED if require_enabled and not written else 0
+
+    def batch(self, path: str | None, defaults: WriteDefaults, *, strict: bool = False,
+              require_enabled: bool = False, warn: Callable[[str], None] | None = None) -> int:
+        """Write every JSON line of ``path`` (stdin when None); return the exit status."""
+        import json
+        import sys
+
+        warn = warn or (lambda message: None)
+        source = path or "stdin"
+        stream = open(path, encoding="utf-8") if path else sys.stdin  # noqa: SIM115
+        bad = disabled = 0
+        try:
+            for number, line in enumerate(stream, 1):
+                if not line.strip():
+                    continue
+                try:
+                    name, data = self._batch_event(json.loads(line), defaults,
+                                                   f"{source}:{number}")
+                except (ValueError, EncodeError, names.InvalidNameError) as exc:
+                    message = str(exc) if str(exc).startswith(source) else (
+                        f"{source}:{number}: {exc}")
+                    if strict:
+                        raise InputError(message) from None
+                    warn(f"{message} (line skipped)")
+                    bad += 1
+                    continue
+                if not self.send(name, data):
+                    disabled += 1
+        finally:
+            if path:
+                stream.close()
+        if bad:
+            return EXIT_INPUT
+        return EXIT_DISABLED if require_enabled and disabled else 0
+
+    def send(self, tracepoint: str, data: bytes) -> bool:
+        """Write (or print) one encoded event; False when nobody has it enabled."""
+        if self.dry_run:
+            assert self.out is not None
+            self.out.write(f"{tracepoint} {data.hex()}\n")
+            self.written += 1
+            return True
+        reg = self._regs.get(tracepoint)
+        if reg is None:
+            reg = self._regs[tracepoint] = self._register(tracepoint)
+        if reg.write(data):
+            self.written += 1
+            self.say(f"{tracepoint}: wrote {len(data)} bytes")
+            return True
+        self.skipped += 1
+        self.say(f"{tracepoint}: not enabled by any session, event skipped")
+        return False
+
+    def close(self) -> None:
+        if self._ue is not None:
+            self._ue.close()
+            self._ue = None
+        if self.out is not None:
+            self.out.flush()
+
+    def _register(self, tracepoint: str) -> Any:
+        from ehtool.kernel.user_events import UserEvents
+
+        if self._ue is None:
+            self._ue = UserEvents.open()
+        return self._ue.register(f"{tracepoint} {names.EVENTHEADER_COMMAND_TYPES}")
+
+    def _event(self, event_name: str, fields: list[Field], d: WriteDefaults) -> Event:
+        return Event(event_name, fields, level=d.level, opcode=d.opcode, id=d.id,
+                     version=d.version, tag=d.tag, activity=d.activity,
+                     related_activity=d.related_activity)
+
+    def _batch_event(self, obj: Any, defaults: WriteDefaults, where: str) -> tuple[str, bytes]:
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected a JSON object")
+        unknown = set(obj) - {"provider", "event", "level", "keyword", "opcode", "id",
+                              "version", "tag", "activity", "related_activity", "group",
+                              "fields"}
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        provider, event_name = obj.get("provider"), obj.get("event")
+        if not isinstance(provider, str) or not isinstance(event_name, str):
+            raise ValueError(f"{where}: 'provider' and 'event' (strings) are required")
+        d = replace(defaults, **{k: _number(obj[k], k, where) if k in _NUMERIC else obj[k]
+                                 for k in obj if k not in ("provider", "event", "fields")})
+        name = names.build(provider, d.level, d.keyword, d.group)
+        fields = fields_from_json(obj.get("fields", []), where)
+        return str(name), encode(self._event(event_name, fields, d))
+
+
+_NUMERIC = frozenset(("level", "keyword", "opcode", "id", "version", "tag"))
+
+
+def _number(value: Any, key: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{where}: {key!r} must be a number")
+    try:
+        return value if isinstance(value, int) else int(value, 0)
+    except ValueError:
+        raise ValueError(f"{where}: {key!r} must be a number, not {value!r}") from None
