@@ -1,0 +1,128 @@
+"""The tracefs format parser on the 2,751 real format files of formats0.zip."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from ehtool.output.style import COMPACT
+from ehtool.output.tracefs_fields import make_renderer
+from ehtool.perfdata.tracefs_format import (
+    DATA_LOC,
+    FIXED,
+    HEX,
+    REL_LOC,
+    SCALAR,
+    SIGNED,
+    STRING,
+    UNSIGNED,
+    FormatError,
+    parse_format,
+)
+from golden import golden_path
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, str]:
+    with zipfile.ZipFile(golden_path("linuxtracepoints/formats0.zip")) as z:
+        return {n: z.read(n).decode("latin-1") for n in z.namelist()}
+
+
+def fmt(corpus: dict[str, str], entry: str):
+    return parse_format(corpus[entry], entry.split(" ")[0])
+
+
+def test_every_file_parses_consistently(corpus):
+    assert len(corpus) == 2751
+    for entry, text in corpus.items():
+        system, name = entry.split(" ", 1)
+        f = parse_format(text, system)
+        assert (f.system, f.name) == (system, name), entry
+        assert f.id > 0 and f.print_fmt.startswith('"'), entry
+        assert [c.name for c in f.common_fields][:1] == ["common_type"], entry
+        assert all(x.offset >= f.common_size for x in f.fields), entry
+        for x in f.fields:
+            if x.array == FIXED and x.format in (UNSIGNED, SIGNED, HEX) and x.array_count:
+                assert x.size == x.array_count * x.element_size, (entry, x)
+            if x.array in (DATA_LOC, REL_LOC):
+                assert x.size in (2, 4), (entry, x)
+
+
+def test_spot_checks(corpus):
+    f = fmt(corpus, "sched sched_switch")
+    got = [(x.name, x.offset, x.size, x.format, x.element_size, x.array) for x in f.fields]
+    assert got == [
+        ("prev_comm", 8, 16, STRING, 1, FIXED), ("prev_pid", 24, 4, HEX, 4, SCALAR),
+        ("prev_prio", 28, 4, SIGNED, 4, SCALAR), ("prev_state", 32, 8, SIGNED, 8, SCALAR),
+        ("next_comm", 40, 16, STRING, 1, FIXED), ("next_pid", 56, 4, HEX, 4, SCALAR),
+        ("next_prio", 60, 4, SIGNED, 4, SCALAR)]
+    assert f.common_size == 8 and f.eventheader_offset is None
+
+    irq = fmt(corpus, "irq irq_handler_entry").fields
+    assert (irq[1].name, irq[1].array, irq[1].format) == ("name", DATA_LOC, STRING)
+
+    kmalloc = {x.name: x for x in fmt(corpus, "kmem kmalloc").fields}
+    assert kmalloc["call_site"].format == HEX  # unsigned long
+    assert kmalloc["bytes_req"].format == HEX  # size_t: unknown typedef
+    assert kmalloc["node"].format == SIGNED
+
+    printk = fmt(corpus, "ftrace print").fields
+    assert (printk[1].name, printk[1].size, printk[1].format) == ("buf", 0, STRING)
+
+    eh = fmt(corpus, "user_events MyProviderName_L4K1")
+    assert [x.name for x in eh.fields][:2] == ["eventheader_flags", "version"]
+    assert eh.eventheader_offset == 8
+    grp = fmt(corpus, "user_events OtherProviderName_L5K23Gmygroup")
+    assert grp.eventheader_offset == 8
+
+
+def test_field_classification_rules():
+    from ehtool.perfdata.tracefs_format import classify
+
+    assert classify("void * ptr", 8, 8, False).format == HEX
+    assert classify("void * ptr", 8, 4, False, long_size=4).element_size == 4
+    assert classify("unsigned long flags", 8, 8, False).format == HEX
+    assert classify("long state", 8, 8, True).format == SIGNED
+    assert classify("u8 x", 8, 1, False).format == UNSIGNED
+    assert classify("s16 x", 8, 2, True).format == SIGNED
+    assert classify("signed char c", 8, 1, True).format == SIGNED
+    assert classify("unsigned char c[6]", 8, 6, False).format == UNSIGNED
+    assert classify("pid_t pids[2]", 8, 8, True).element_size == 4
+    assert classify("__rel_loc char[] msg", 8, 4, False).array == REL_LOC
+    assert classify("struct foo bar", 8, 12, False).format == "none"
+
+
+def test_bad_format_files_raise_one_line_errors():
+    for text, message in [("garbage", "no 'name:'"),
+                          ("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", "no 'ID:'"),
+                          ("name: x\nID: zz\n", "ID is not a number"),
+                          ("name: x\nID: 1\nformat:\n\tfield:int a;\toffset:q;\tsize:4;\n",
+                           "bad or missing offset")]:
+        with pytest.raises(FormatError, match=message):
+            parse_format(text)
+
+
+def test_short_records_render_null_not_errors(corpus):
+    f = fmt(corpus, "sched sched_switch")
+    render = make_renderer(f, COMPACT)
+    short = render(bytes(30))
+    assert short.startswith(b',"prev_comm":"","prev_pid":"0x0","prev_prio":null')
+
+
+def test_renderer_never_raises_on_random_records(corpus):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    formats = [fmt(corpus, e) for e in ("sched sched_switch", "irq irq_handler_entry",
+                                        "ftrace print", "kmem kmalloc")]
+    renderers = [make_renderer(f, COMPACT) for f in formats]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(0, len(renderers) - 1), st.binary(max_size=200))
+    def check(i: int, raw: bytes) -> None:
+        import json
+
+        json.loads(b'{"n":"x"' + renderers[i](raw) + b"}")
+
+    check()
