@@ -1,0 +1,105 @@
+"""Random and mutated inputs never break the decoder or the JSON document.
+
+Two time-budgeted mutation loops (``EHTOOL_FUZZ_SECONDS`` each, 30 s by
+default, a minute together) plus hypothesis properties.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ehtool.errors import EhtoolError
+from ehtool.eventheader.dat import iter_dat
+from ehtool.eventheader.decoder import EventHeaderDecoder, EventHeaderError
+from ehtool.output.decode import DecodeOptions, decode_to
+from ehtool.output.style import COMPACT, SPACED
+from golden import golden_path
+
+FUZZ_SECONDS = float(os.environ.get("EHTOOL_FUZZ_SECONDS", "30"))
+
+
+@pytest.fixture(scope="module")
+def golden_events() -> list[tuple[str, bytes]]:
+    return list(iter_dat(str(golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat"))))
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(5)
+        if op == 0 and buf:
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+        elif op == 1 and buf:
+            buf[rng.randrange(len(buf))] = rng.choice((0, 0xFF, 0x7F, 0x80, rng.randrange(256)))
+        elif op == 2:
+            del buf[rng.randrange(len(buf) + 1):]
+        elif op == 3:
+            buf += bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        elif buf:
+            i = rng.randrange(len(buf))
+            buf[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+    return bytes(buf)
+
+
+def _check(decoder: EventHeaderDecoder, name: str, data: bytes) -> None:
+    try:
+        ev = decoder.decode(name, data)
+    except EventHeaderError:
+        return
+    if ev is not None:
+        json.loads(b'{"n":' + ev.name_json + ev.fields + b',"meta":{"x":0' + ev.meta + b"}}")
+
+
+def test_mutated_golden_events_time_budget(golden_events):
+    rng = random.Random(1234)
+    decoders = [EventHeaderDecoder(SPACED), EventHeaderDecoder(COMPACT)]
+    deadline = time.monotonic() + FUZZ_SECONDS
+    count = 0
+    while time.monotonic() < deadline:
+        name, data = rng.choice(golden_events)
+        _check(rng.choice(decoders), name, _mutate(rng, data))
+        count += 1
+    assert count > 1000
+
+
+def test_mutated_perf_data_time_budget(tmp_path):
+    original = golden_path("linuxtracepoints/perf.data").read_bytes()
+    rng = random.Random(99)
+    deadline = time.monotonic() + FUZZ_SECONDS
+    path = tmp_path / "m.data"
+    runs = 0
+    while time.monotonic() < deadline:
+        buf = bytearray(original)
+        for _ in range(rng.randint(1, 20)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            del buf[rng.randrange(len(buf)):]
+        path.write_bytes(bytes(buf))
+        out = io.BytesIO()
+        errors = decode_to(out, [str(path)], DecodeOptions(warn=lambda m: None))
+        assert all(isinstance(e, EhtoolError) for e in errors)
+        json.loads(out.getvalue())
+        runs += 1
+    assert runs > 5
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.binary(max_size=300))
+def test_random_bytes(name, data):
+    _check(EventHeaderDecoder(SPACED), name, data)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(min_size=0, max_size=200))
+def test_random_metadata_with_valid_header(meta):
+    # a valid header and a metadata extension whose content is random
+    data = bytes([7, 0, 0, 0, 0, 0, 0, 5]) + len(meta).to_bytes(2, "little") + b"\x01\x00" + meta
+    _check(EventHeaderDecoder(SPACED), "Prov_L5K1", data + bytes(range(64)))
