@@ -89,6 +89,12 @@ class SampleFormatter:
         self._k_comm = b'"comm"' + s.colon
         self._end_meta = s.close_obj + s.close_obj
         self._empty_meta = s.sep + b'"meta"' + s.colon + s.empty_obj + s.close_obj
+        # one template for the usual meta (time, cpu, pid, tid all recorded and wanted)
+        self._fast_meta = None
+        if {"time", "cpu", "pid", "tid"} <= meta and "comm" not in meta:
+            self._fast_meta = (self._k_meta + s.first + self._k_time + b"%s" + s.sep
+                               + self._k_cpu + b"%d" + s.sep + self._k_pid + b"%d" + s.sep
+                               + self._k_tid + b"%d%s" + self._end_meta)
         # the decoder's precomputed meta bytes serve whenever the EventHeader keys are default
         self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
             meta & {"provider", "event", "options", "flags"}
@@ -110,7 +116,7 @@ class SampleFormatter:
 
         fmt = getattr(desc, "format", None)
         provider, event = _split_name(desc, fmt)
-        name_json = b'"' + latin1_json(f"{provider}:{event}".encode("latin-1", "replace"))[1:]
+        name_json = latin1_json(f"{provider}:{event}".encode("latin-1", "replace"))
         if fmt is not None:
             render = make_renderer(fmt, self.style, self.long_size, self.big_endian,
                                    common="common" in self.meta)
@@ -159,6 +165,11 @@ class SampleFormatter:
 
     def _meta(self, sample: Any, extra: bytes) -> bytes:
         """``, "meta": { "time": ..., "cpu": ..., "pid": ..., "tid": ... <extra> } }``."""
+        fast = self._fast_meta
+        if fast is not None and sample.time is not None and sample.cpu is not None \
+                and sample.pid is not None:
+            return fast % (self.time_json(sample.time), sample.cpu, sample.pid, sample.tid,
+                           extra)
         s = self.style
         m = self.meta
         parts = []

@@ -15,12 +15,14 @@ A renderer is built once per format and then called for every sample.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 
 from ehtool.output.style import JsonStyle
 from ehtool.output.values import hex_bytes, latin1_json
 from ehtool.perfdata.tracefs_format import (
+    FIXED,
     HEX,
     NONE,
     SCALAR,
@@ -54,16 +56,9 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
     parts = [(style.sep + latin1_json(f.name.encode("latin-1", "replace")) + style.colon,
               _value_getter(f, style, order, big_endian)) for f in fields]
 
-    # Fast path: every field is a fixed-offset scalar: one struct for all of them.
-    fixed = [f for f in fields if f.array == SCALAR and f.format not in (NONE, STRING)
-             and f.size == f.element_size]
-    if fields and len(fixed) == len(fields):
-        return _fixed_renderer(fields, parts, order)
-
-    def render(raw: bytes | memoryview) -> bytes:
-        return b"".join([key + get(raw) for key, get in parts])
-
-    return render
+    if not fields:
+        return lambda raw: b""
+    return _compiled_renderer(fields, parts, order)
 
 
 def raw_renderer(style: JsonStyle) -> Renderer:
@@ -72,38 +67,60 @@ def raw_renderer(style: JsonStyle) -> Renderer:
     return lambda raw: key + hex_bytes(raw)
 
 
-def _fixed_renderer(fields: list[FieldFormat], parts: list, order: str) -> Renderer:
-    end = max(f.offset + f.size for f in fields)
-    # contiguous layout with pad bytes, read in one unpack
-    layout = order
-    pos = 0
-    items = []
-    for f in sorted(fields, key=lambda f: f.offset):
-        if f.offset < pos:  # overlapping fields: fall back
-            return _generic(parts)
-        layout += "x" * (f.offset - pos) + _code(f)
+def _compiled_renderer(fields: list[FieldFormat], parts: list, order: str) -> Renderer:
+    """One ``struct`` unpack for every fixed-offset number and char array, one bytes
+    template for the whole record; other fields (dynamic, arrays, blobs) call
+    their getters. Records too short for the struct take the per-field path."""
+    fast = sorted((f for f in fields if _is_fast(f)), key=lambda f: f.offset)
+    layout, pos, slots = order, 0, {}
+    for f in fast:
+        if f.offset < pos:  # overlapping fields: leave this one to its getter
+            continue
+        layout += "x" * (f.offset - pos) + (f"{f.size}s" if f.format == STRING else _code(f))
         pos = f.offset + f.size
-        items.append(f)
-    packer = struct.Struct(layout)
-    index = {id(f): i for i, f in enumerate(items)}
-    keys = [(index[id(f)], key, f.format == HEX)
-            for f, (key, _) in zip(fields, parts, strict=True)]
-    template = b"".join(key + (b'"0x%X"' if is_hex else b"%d") for _, key, is_hex in keys)
-    order_idx = [i for i, _, _ in keys]
-    slow = _generic(parts)
-    unpack_from = packer.unpack_from
-    if order_idx == list(range(len(items))):
-        def render(raw: bytes | memoryview) -> bytes:
-            if len(raw) < end:
-                return slow(raw)
-            return template % unpack_from(raw)
-    else:
-        def render(raw: bytes | memoryview) -> bytes:
-            if len(raw) < end:
-                return slow(raw)
-            values = unpack_from(raw)
-            return template % tuple([values[i] for i in order_idx])
-    return render
+        slots[id(f)] = len(slots)
+    unpack_from = struct.Struct(layout).unpack_from
+    end = pos
+    template = b""
+    args = []
+    env: dict = {"unpack_from": unpack_from, "slow": _generic(parts), "cstr": _cstr_json}
+    for i, (f, (key, get)) in enumerate(zip(fields, parts, strict=True)):
+        template += key.replace(b"%", b"%%")
+        slot = slots.get(id(f))
+        if slot is None:
+            template += b"%s"
+            env[f"g{i}"] = get
+            args.append(f"g{i}(raw)")
+        elif f.format == STRING:
+            template += b"%s"
+            args.append(f"cstr(v[{slot}])")
+        else:
+            template += b'"0x%X"' if f.format in (HEX, NONE) else b"%d"
+            args.append(f"v[{slot}]")
+    env["template"] = template
+    src = (f"def render(raw):\n"
+           f"    if len(raw) < {end}:\n        return slow(raw)\n"
+           f"    v = unpack_from(raw)\n"
+           f"    return template % ({', '.join(args)},)\n")
+    exec(compile(src, "<tracefs renderer>", "exec"), env)  # noqa: S102
+    return env["render"]
+
+
+def _is_fast(f: FieldFormat) -> bool:
+    if f.array == SCALAR:
+        return f.format not in (NONE, STRING) and f.size == f.element_size
+    return f.array == FIXED and f.format == STRING and f.size > 0
+
+
+_PLAIN = re.compile(rb'[\x00-\x1f"\\\x80-\xff]')
+
+
+def _cstr_json(data: bytes) -> bytes:
+    """A char array: bytes up to the first NUL as a JSON string of Latin-1 characters."""
+    data = data.split(b"\0", 1)[0]
+    if _PLAIN.search(data) is None:
+        return b'"' + data + b'"'
+    return latin1_json(data)
 
 
 def _generic(parts: list) -> Renderer:
