@@ -60,9 +60,25 @@ class DecodedEvent:
                  "version", "id", "tag", "opcode", "level", "keyword", "activity",
                  "related_activity")
 
-    def __init__(self, **kw: object) -> None:
-        for key, value in kw.items():
-            setattr(self, key, value)
+    def __init__(self, name_json: bytes, fields: bytes, meta: bytes, provider: str,
+                 event_name: str, options: str, flags: int, version: int, id: int, tag: int,
+                 opcode: int, level: int, keyword: int, activity: bytes | None,
+                 related_activity: bytes | None) -> None:
+        self.name_json = name_json
+        self.fields = fields
+        self.meta = meta
+        self.provider = provider
+        self.event_name = event_name
+        self.options = options
+        self.flags = flags
+        self.version = version
+        self.id = id
+        self.tag = tag
+        self.opcode = opcode
+        self.level = level
+        self.keyword = keyword
+        self.activity = activity
+        self.related_activity = related_activity
 
 
 class _NameInfo:
@@ -164,13 +180,10 @@ class EventHeaderDecoder:
         related = activity[16:32] if activity is not None and len(activity) == 32 else None
         act = activity[:16] if activity is not None else None
         return DecodedEvent(
-            name_json=info.provider_json + b":" + event_name_json,
-            fields=fields,
-            meta=self._meta(ident, version, level, info.keyword, opcode, tag, act, related),
-            provider=info.provider, event_name=event_name, options=info.options, flags=flags,
-            version=version, id=ident, tag=tag, opcode=opcode, level=level,
-            keyword=info.keyword, activity=act, related_activity=related,
-        )
+            info.provider_json + b":" + event_name_json, fields,
+            self._meta(ident, version, level, info.keyword, opcode, tag, act, related),
+            info.provider, event_name, info.options, flags, version, ident, tag, opcode, level,
+            info.keyword, act, related)
 
     # -- meta -------------------------------------------------------------------
 
@@ -226,6 +239,16 @@ class EventHeaderDecoder:
         if d.tag and s.field_tags:
             name += b";tag=0x%X" % d.tag
         key = v.utf8_json(name) + s.colon
+        size = _FIXED_SIZES.get(d.encoding)
+        if size is not None and d.array is None:
+            text = _fixed_text(size, d.format, little)
+
+            def scalar(data: bytes, pos: int) -> tuple[bytes, int]:
+                end = pos + size
+                if end > len(data):
+                    raise EventHeaderError(f"field {d.name!r} runs past the data")
+                return key + text(data[pos:end]), end
+            return scalar
         value = self._value(d, little, depth)
 
         def member(data: bytes, pos: int) -> tuple[bytes, int]:
