@@ -1,0 +1,77 @@
+"""A summary of a perf.data file: header features, time range, events per tracepoint."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+_RECORD_NAMES = {2: "lost", 13: "lost_samples", 3: "comm", 7: "fork", 4: "exit", 9: "sample"}
+
+
+def summarize(path: str) -> dict[str, Any]:
+    """Everything ``ehtool info`` prints, as plain data."""
+    from ehtool.perfdata import PerfDataFile
+
+    per_event: Counter[str] = Counter()
+    lost = 0
+    first = last = None
+    with PerfDataFile.open(path) as f:
+        for rec in f.records(order="file", nonsample=True):
+            desc = getattr(rec, "desc", None)
+            if getattr(rec, "raw", None) is not None and desc is not None:
+                per_event[desc.name or "?"] += 1
+                t = rec.time
+                if t is not None:
+                    first = t if first is None or t < first else first
+                    last = t if last is None or t > last else last
+            elif getattr(rec, "lost", None):
+                lost += rec.lost
+        info = f.info
+        clock = f.session.clock
+        counts = {_RECORD_NAMES.get(k, str(k)): v for k, v in sorted(f.counts.items())
+                  if k in _RECORD_NAMES}
+        time_range = None
+        if first is not None:
+            time_range = {"first": clock.time_text(first), "last": clock.time_text(last),
+                          "seconds": (last - first) / 1e9}
+        return {
+            "file": path,
+            "byte_order": "big-endian" if f.big_endian else "little-endian",
+            "hostname": info.hostname,
+            "os_release": info.osrelease,
+            "perf_version": info.perf_version,
+            "arch": info.arch,
+            "cpus_online": info.nrcpus_online,
+            "cpus_available": info.nrcpus_available,
+            "cmdline": info.cmdline,
+            "clock": ({"clockid": info.clock_data[0], "utc": True} if info.clock_data
+                      else {"utc": False}),
+            "time_range": time_range,
+            "records": counts,
+            "lost_events": lost,
+            "events": dict(per_event.most_common()),
+        }
+
+
+def format_text(summary: dict[str, Any]) -> str:
+    """The summary as aligned text."""
+    lines = []
+    for key in ("file", "byte_order", "hostname", "os_release", "perf_version", "arch",
+                "cpus_online"):
+        if summary.get(key) is not None:
+            lines.append(f"{key.replace('_', ' '):14} {summary[key]}")
+    if summary.get("cmdline"):
+        lines.append(f"{'command':14} {' '.join(summary['cmdline'])}")
+    clock = summary["clock"]
+    lines.append(f"{'clock':14} " + (f"clockid {clock['clockid']}, UTC times" if clock["utc"]
+                                     else "no CLOCK_DATA (times are seconds since boot)"))
+    tr = summary.get("time_range")
+    if tr:
+        lines.append(f"{'time range':14} {tr['first']} .. {tr['last']} ({tr['seconds']:.3f} s)")
+    lines.append(f"{'lost events':14} {summary['lost_events']}")
+    lines.append("")
+    lines.append(f"{'samples':>10}  tracepoint")
+    for name, count in summary["events"].items():
+        lines.append(f"{count:10}  {name}")
+    lines.append(f"{sum(summary['events'].values()):10}  total")
+    return "\n".join(lines)
