@@ -292,7 +292,9 @@ def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, cou
                            layout.offsets.get("time"), s.time or 0))
         if not protos:
             raise ValueError(f"{src_path}: no samples to replay")
-        w = PerfDataWriter(dst_path, big_endian=f.big_endian)
+        # keep the source's attr size: perf reads the attr table with it
+        w = PerfDataWriter(dst_path, big_endian=f.big_endian,
+                           attr_size=max(d.attr.size for d in f.descs))
         copy_metadata(w, f)
     first = min(t for _, _, t in protos)
     span = max(t for _, _, t in protos) - first + 1

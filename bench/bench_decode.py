@@ -1,0 +1,91 @@
+"""Decode speed and memory: ehtool decode vs perf script on 1,000,000-event files.
+
+    python3 bench/bench_decode.py [--events N] [--keep DIR]
+
+Builds (with the project's own perf.data writer) a file of EventHeader events by
+replaying the golden recording's samples with shifted timestamps, and a
+sched_switch file from examples/sched.data, then times ``ehtool decode`` to
+/dev/null and ``perf script`` on each and prints events/s and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
+SCHED = REPO / "examples" / "sched.data"
+
+
+def run(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in MB, exit status) of one command, output to /dev/null."""
+    with open(os.devnull, "wb") as null:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+    return elapsed, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+
+
+def count_samples(path: Path) -> tuple[int, int]:
+    """(samples, EventHeader samples) in a file."""
+    sys.path.insert(0, str(REPO))
+    from ehtool.perfdata import PerfDataFile
+
+    total = eh = 0
+    with PerfDataFile.open(str(path)) as f:
+        for s in f.samples(order="file"):
+            total += 1
+            fmt = s.desc.format
+            eh += fmt is not None and fmt.eventheader_offset is not None
+    return total, eh
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keep", type=Path, help="keep the generated files in this directory")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from ehtool.perfdata.writer import replay_samples
+
+    work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for label, src in (("eventheader", GOLDEN), ("sched_switch", SCHED)):
+        if not src.exists():
+            print(f"{label}: source {src} missing, skipped")
+            continue
+        dst = work / f"{label}.data"
+        if not dst.exists():
+            t = time.perf_counter()
+            replay_samples(src, dst, args.events)
+            print(f"built {dst} ({dst.stat().st_size / 1e6:.0f} MB) in "
+                  f"{time.perf_counter() - t:.1f} s")
+        files[label] = dst
+    perf = shutil.which("perf")
+    print(f"\n{'file':14} {'tool':22} {'events/s':>12} {'seconds':>8} {'peak RSS':>9}")
+    for label, path in files.items():
+        total, eh = count_samples(path)
+        tools = [("ehtool decode", [sys.executable, "-m", "ehtool", "decode", str(path)])]
+        if perf:
+            tools.append(("perf script", [perf, "script", "-i", str(path)]))
+        for name, argv in tools:
+            seconds, rss, status = run(argv)
+            note = "" if status == 0 else f"  (exit {status})"
+            print(f"{label:14} {name:22} {total / seconds:12,.0f} {seconds:8.2f} "
+                  f"{rss:7d} MB{note}")
+        print(f"{'':14} ({total:,} samples, {eh:,} EventHeader)")
+    if not args.keep:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
