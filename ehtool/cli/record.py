@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from ehtool.cli.completion import complete_tracepoints
+
 
 class _RecordCommand(click.Command):
     """Splits ``SPEC... -- COMMAND [ARGS...]`` before click sees the arguments."""
@@ -19,7 +21,7 @@ class _RecordCommand(click.Command):
 
 
 @click.command(cls=_RecordCommand)
-@click.argument("specs", nargs=-1, metavar="SPEC...")
+@click.argument("specs", nargs=-1, metavar="SPEC...", shell_complete=complete_tracepoints)
 @click.option("-o", "--output", default="perf.data", show_default=True, metavar="FILE",
               help="perf.data file to write; '-' streams pipe-mode data to stdout.")
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ehtool.cli.completion import complete_user_events
+
 
 @click.command()
-@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...",
+                shell_complete=complete_user_events)
 def unregister(names: tuple[str, ...]) -> None:
     """Delete user_events tracepoints (persisted ones, or ones nothing holds any more).
 

@@ -1,0 +1,43 @@
+"""Regenerate completions/ from the click app: python3 scripts/gen_completions.py [--check]."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from click.shell_completion import get_completion_class
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = {"bash": "ehtool.bash", "zsh": "_ehtool", "fish": "ehtool.fish"}
+
+
+def generate() -> dict[str, str]:
+    sys.path.insert(0, str(REPO))
+    from ehtool.cli import cli
+
+    out = {}
+    for shell, name in FILES.items():
+        comp = get_completion_class(shell)(cli, {}, "ehtool", "_EHTOOL_COMPLETE")
+        out[name] = comp.source()
+    return out
+
+
+def main() -> int:
+    check = "--check" in sys.argv
+    stale = []
+    for name, text in generate().items():
+        path = REPO / "completions" / name
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print(f"stale: {', '.join(stale)}; run: python3 scripts/gen_completions.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
