@@ -13,6 +13,13 @@ _META_HELP = (
 )
 
 
+def _hex_int(value: str) -> int:
+    try:
+        return int(value, 0)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number (decimal or 0x hex)") from None
+
+
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
 @click.option("-o", "--output", metavar="FILE",
@@ -36,10 +43,37 @@ _META_HELP = (
               show_default=True,
               help="perf: perf.data (file or pipe mode); dat: length-prefixed raw EventHeader "
                    "events (EventHeaderInterceptor .dat files).")
+@click.option("--nonsample", is_flag=True,
+              help="Also print COMM, FORK, EXIT, LOST and LOST_SAMPLES records as "
+                   "'perf:comm'... events.")
+@click.option("--provider", "providers", multiple=True, metavar="GLOB",
+              help="Only events of this provider (or tracepoint system). Repeatable.")
+@click.option("--event", "events", multiple=True, metavar="GLOB",
+              help="Only events whose name (or 'provider:name') matches. Repeatable.")
+@click.option("--level", type=click.IntRange(0, 255), metavar="MAX",
+              help="Only EventHeader events with level <= MAX (1 critical .. 5 verbose).")
+@click.option("--keyword", type=_hex_int, metavar="MASK",
+              help="Only EventHeader events whose keyword has a bit of MASK.")
+@click.option("--pid", "pids", multiple=True, type=int, help="Only this process. Repeatable.")
+@click.option("--tid", "tids", multiple=True, type=int, help="Only this thread. Repeatable.")
+@click.option("--cpu", "cpus", multiple=True, type=int, help="Only this CPU. Repeatable.")
+@click.option("--comm", "comms", multiple=True, metavar="GLOB",
+              help="Only threads whose name (from COMM records) matches. Repeatable.")
+@click.option("--since", metavar="WHEN",
+              help="Only events at or after WHEN: seconds after the first event (1.5, "
+                   "250ms) or a UTC time (2024-03-28T00:45:13Z).")
+@click.option("--until", metavar="WHEN", help="Only events at or before WHEN (as --since).")
+@click.option("--filter", "expr", metavar="EXPR",
+              help="Only events for which EXPR holds, e.g. 'level <= 3 && Field2 > 40' or "
+                   "'comm ~ \"nginx*\"' (operators == != < <= > >= ~ & && || ! and "
+                   "parentheses; names are fields, then meta keys).")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr, only errors.")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
            compact: bool, field_tags: bool, bom: bool, meta_spec: str, input_format: str,
-           quiet: bool) -> None:
+           nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
+           level: int | None, keyword: int | None, pids: tuple[int, ...],
+           tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
+           since: str | None, until: str | None, expr: str | None, quiet: bool) -> None:
     """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin) into JSON
     that matches Microsoft's perf-decode: EventHeader events with their fields and
     meta, other tracepoints from their tracefs formats.
@@ -57,12 +91,19 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.errors import EXIT_INPUT
     from ehtool.output.decode import DecodeOptions, decode_to
     from ehtool.output.events import parse_meta
+    from ehtool.output.filters import Selection
     from ehtool.output.style import JsonStyle
 
     try:
         meta = parse_meta(meta_spec)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--meta") from None
+    try:
+        selection = Selection(providers=providers, events=events, level=level,
+                              keyword=keyword, pids=pids, tids=tids, cpus=cpus, comms=comms,
+                              since=since, until=until, expr=expr)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
     def warn(message: str) -> None:
         if not quiet:
@@ -75,8 +116,14 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         jsonl=out_format == "jsonl",
         bom=bom,
         input_format=input_format,
+        nonsample=nonsample,
         warn=warn,
     )
+    if selection.active:
+        options.bind = selection.bind
+        options.prefilter = selection.prefilter
+        if selection.needs_event():
+            options.select = selection.select
     if output is None:
         errors = decode_to(sys.stdout.buffer, inputs, options)
         sys.stdout.buffer.flush()

@@ -40,6 +40,8 @@ class DecodeOptions:
     #: samples are checked cheaply before formatting (pid, cpu, name...)
     prefilter: Callable[[Any], bool] | None = None
     nonsample: bool = False
+    #: called with each opened PerfDataFile before decoding (filters need its session)
+    bind: Callable[[Any], None] | None = None
     warn: Callable[[str], None] | None = None
     progress: Callable[[int], None] | None = field(default=None, repr=False)
 
@@ -86,6 +88,8 @@ def _perf_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
     from ehtool.perfdata import PerfDataFile
 
     with PerfDataFile.open(path) as f:
+        if options.bind is not None:
+            options.bind(f)
         fmt = SampleFormatter(
             options.style,
             big_endian=f.big_endian,
@@ -98,10 +102,19 @@ def _perf_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
         format_sample = fmt.format
         prefilter = options.prefilter
         select = options.select
-        for sample in f.samples(order=options.order):
+        if options.nonsample:
+            stream = f.records(order=options.order, nonsample=True)
+        else:
+            stream = f.samples(order=options.order)
+        for sample in stream:
             if prefilter is not None and not prefilter(sample):
                 continue
-            event = format_sample(sample)
+            if sample.is_sample:
+                event = format_sample(sample)
+            else:
+                event = fmt.format_record(sample)
+                if event is None:
+                    continue
             if select is None or select(sample, event):
                 yield event
 

@@ -109,6 +109,19 @@ class SampleFormatter:
             handler = self._handlers[sample.desc] = self._make_handler(sample.desc)
         return handler(sample)
 
+    def format_record(self, record: Any) -> bytes | None:
+        """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):
+        ``{ "n": "perf:comm", "pid": ..., ..., "meta": { ... } }``; None for other types."""
+        spec = _RECORD_FIELDS.get(record.type)
+        if spec is None or record.body is None:
+            return None
+        name, keys = spec
+        s = self.style
+        members = b"".join(
+            s.sep + b'"' + k.encode() + b'"' + s.colon + _json_value(getattr(record.body, k))
+            for k in keys)
+        return self._k_n + b'"perf:' + name + b'"' + members + self._meta(record, b"")
+
     # -- handlers -------------------------------------------------------------
 
     def _make_handler(self, desc: Any) -> Callable[[Any], bytes]:
@@ -236,6 +249,23 @@ class SampleFormatter:
         if "flags" in m:
             add("flags", hex_int(ev.flags))
         return b"".join(out)
+
+
+_RECORD_FIELDS = {
+    3: (b"comm", ("pid", "tid", "comm")),
+    7: (b"fork", ("pid", "ppid", "tid", "ptid")),
+    4: (b"exit", ("pid", "ppid", "tid", "ptid")),
+    2: (b"lost", ("id", "lost")),
+    13: (b"lost_samples", ("lost",)),
+}
+
+
+def _json_value(value: Any) -> bytes:
+    if isinstance(value, int):
+        return b"%d" % value
+    if isinstance(value, bytes):
+        value = value.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return utf8_json(str(value).encode("utf-8", "surrogateescape"))
 
 
 def _split_name(desc: Any, fmt: Any) -> tuple[str, str]:

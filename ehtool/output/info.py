@@ -24,8 +24,8 @@ def summarize(path: str) -> dict[str, Any]:
                 if t is not None:
                     first = t if first is None or t < first else first
                     last = t if last is None or t > last else last
-            elif getattr(rec, "lost", None):
-                lost += rec.lost
+            elif rec.type in (2, 13):  # LOST, LOST_SAMPLES
+                lost += getattr(rec.body, "lost", 0) or 0
         info = f.info
         clock = f.session.clock
         counts = {_RECORD_NAMES.get(k, str(k)): v for k, v in sorted(f.counts.items())

@@ -1,0 +1,92 @@
+"""Filters select exactly what a reference script selects from the full JSON output."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ehtool.output.filters import FilterSyntaxError, compile_filter
+from golden import golden_path
+
+
+def decode(*args: str) -> list[list[tuple[str, object]]]:
+    path = str(golden_path("linuxtracepoints/perf.data"))
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--sort", "file", *args,
+                           path], capture_output=True, check=True)
+    return json.loads(done.stdout, object_pairs_hook=lambda p: p)[0][1]
+
+
+@pytest.fixture(scope="module")
+def everything():
+    return decode()
+
+
+def name(event) -> str:
+    return event[0][1]
+
+
+def meta(event) -> dict:
+    return dict(event[-1][1])
+
+
+def field(event, key):
+    for k, v in event[1:-1]:
+        if k.split(";")[0] == key:
+            return v
+    return None
+
+
+@pytest.mark.parametrize(("args", "reference"), [
+    (["--provider", "sched"], lambda e: name(e).startswith("sched:")),
+    (["--event", "CScalars*"], lambda e: fnmatch.fnmatch(name(e).split(":")[1], "CScalars*")),
+    (["--level", "3"], lambda e: meta(e).get("level", 99) <= 3),
+    (["--keyword", "0x80"], lambda e: int(meta(e).get("keyword", "0x0"), 16) & 0x80),
+    (["--cpu", "16"], lambda e: meta(e)["cpu"] == 16),
+    (["--pid", "2004", "--provider", "TestProviderC"],
+     lambda e: meta(e)["pid"] == 2004 and name(e).startswith("TestProviderC:")),
+    (["--filter", 'prev_prio == 120 && next_pid != "0x0"'],
+     lambda e: field(e, "prev_prio") == 120 and field(e, "next_pid") not in (None, "0x0")),
+    (["--filter", "!(cpu < 20) || id == 1000"],
+     lambda e: meta(e)["cpu"] >= 20 or meta(e).get("id") == 1000),
+    (["--filter", 'n ~ "TestProviderCpp:*" && opcode & 3'],
+     lambda e: name(e).startswith("TestProviderCpp:") and meta(e).get("opcode", 0) & 3),
+])
+def test_filter_matches_reference(everything, args, reference):
+    expected = [e for e in everything if reference(e)]
+    assert expected, "the reference filter should select something"
+    assert decode(*args) == expected
+
+
+def test_since_until_relative(everything):
+    got = decode("--since", "1", "--until", "2.5")
+    assert got and len(got) < len(everything)
+    stamps = sorted(meta(e)["time"] for e in got)
+    assert stamps[0] >= "2024-03-28T00:45:13.64" and stamps[-1] <= "2024-03-28T00:45:15.15"
+
+
+def test_since_absolute(everything):
+    got = decode("--since", "2024-03-28T00:45:14Z")
+    assert got == [e for e in everything if meta(e)["time"] >= "2024-03-28T00:45:14"]
+
+
+@pytest.mark.parametrize(("text", "column"), [
+    ("level <= 3 && > 40", 14), ("(a == 1", 7), ("a == ", 5), ("a === 1", 4), ("a == b", 5),
+    ("", 0), ("a @ 1", 2),
+])
+def test_syntax_errors_point_at_the_column(text, column):
+    with pytest.raises(FilterSyntaxError) as info:
+        compile_filter(text)
+    lines = str(info.value).splitlines()
+    assert f"column {column + 1}" in lines[0]
+    assert lines[2].index("^") - 2 == column
+
+
+def test_precedence_and_missing_names():
+    f = compile_filter("a == 1 || b == 2 && c == 3")
+    assert f({"a": 1}) and not f({"b": 2}) and f({"b": 2, "c": 3})
+    assert not compile_filter("missing > 1")({})
+    assert compile_filter('s.inner ~ "x*"')({"s": {"inner;tag=0x1": "xyz"}})
