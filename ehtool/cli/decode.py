@@ -67,13 +67,16 @@ def _hex_int(value: str) -> int:
               help="Only events for which EXPR holds, e.g. 'level <= 3 && Field2 > 40' or "
                    "'comm ~ \"nginx*\"' (operators == != < <= > >= ~ & && || ! and "
                    "parentheses; names are fields, then meta keys).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 2), default=2, show_default=True,
+              help="Decode big files with two processes (output order is unchanged).")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr, only errors.")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
            compact: bool, field_tags: bool, bom: bool, meta_spec: str, input_format: str,
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
            level: int | None, keyword: int | None, pids: tuple[int, ...],
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
-           since: str | None, until: str | None, expr: str | None, quiet: bool) -> None:
+           since: str | None, until: str | None, expr: str | None, jobs: int,
+           quiet: bool) -> None:
     """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin) into JSON
     that matches Microsoft's perf-decode: EventHeader events with their fields and
     meta, other tracepoints from their tracefs formats.
@@ -119,7 +122,9 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         nonsample=nonsample,
         warn=warn,
     )
+    options.jobs = jobs
     if selection.active:
+        options.parallel_safe = selection.parallel_safe
         options.bind = selection.bind
         options.prefilter = selection.prefilter
         if selection.needs_event():

@@ -23,6 +23,8 @@ from ehtool.output.style import SPACED, JsonStyle
 
 #: events formatted between two writes to the output
 _BATCH = 512
+#: data sections smaller than this are decoded by one process
+_PARALLEL_MIN_BYTES = 8 << 20
 
 
 @dataclass
@@ -40,6 +42,10 @@ class DecodeOptions:
     #: samples are checked cheaply before formatting (pid, cpu, name...)
     prefilter: Callable[[Any], bool] | None = None
     nonsample: bool = False
+    #: processes to decode with (file mode, big inputs); 1 disables the second core
+    jobs: int = 2
+    #: False when a filter needs state from earlier records (--comm, relative --since)
+    parallel_safe: bool = True
     #: called with each opened PerfDataFile before decoding (filters need its session)
     bind: Callable[[Any], None] | None = None
     warn: Callable[[str], None] | None = None
@@ -99,24 +105,89 @@ def _perf_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
             meta=options.meta,
             warn=options.warn,
         )
-        format_sample = fmt.format
-        prefilter = options.prefilter
-        select = options.select
-        if options.nonsample:
-            stream = f.records(order=options.order, nonsample=True)
+        split = _split_point(f, options)
+        if split is None:
+            yield from _format(f, fmt, options)
         else:
-            stream = f.samples(order=options.order)
-        for sample in stream:
-            if prefilter is not None and not prefilter(sample):
+            yield from _two_cores(f, fmt, options, split)
+
+
+def _split_point(f: Any, options: DecodeOptions) -> int | None:
+    """Where to cut a big file-mode input in two for the second core, or None."""
+    if options.jobs < 2 or not options.parallel_safe or "comm" in options.meta:
+        return None
+    if f.pipe_mode or f.data_range[1] - f.data_range[0] < _PARALLEL_MIN_BYTES:
+        return None
+    return f.split_point()
+
+
+def _two_cores(f: Any, fmt: Any, options: DecodeOptions, split: int) -> Iterator[bytes]:
+    """Decode the second half in a forked child (into a temporary file) while this
+    process decodes and yields the first half, then yield the child's events.
+
+    Both halves start at a FINISHED_ROUND, so the output order is the one-process order.
+    """
+    import tempfile
+
+    start, end = f.data_range
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        yield from _fork_halves(f, fmt, options, start, split, end, out, err)
+
+
+def _fork_halves(f: Any, fmt: Any, options: DecodeOptions, start: int, split: int, end: int,
+                 out: Any, err: Any) -> Iterator[bytes]:
+    import os
+
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        status = 0
+        try:
+            f.restrict(split, end)
+            with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
+                for event in _format(f, fmt, options):
+                    sink.write(event + b"\n")
+        except EhtoolError as exc:
+            err.write(str(exc).encode())
+        except BaseException as exc:  # reported by the parent, which owns stderr's story
+            err.write(f"internal error in the decoding worker: {exc!r}".encode())
+            status = 1
+        finally:
+            err.flush()
+            os._exit(status)
+    try:
+        f.restrict(start, split)
+        yield from _format(f, fmt, options)
+    finally:
+        _, status = os.waitpid(pid, 0)
+    out.seek(0)
+    for line in out:
+        yield line[:-1]
+    err.seek(0)
+    message = err.read().decode("utf-8", "replace")
+    if message:
+        raise EhtoolError(message)
+
+
+def _format(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[bytes]:
+    """The formatted (and filtered) events of an open perf.data file."""
+    format_sample = fmt.format
+    prefilter = options.prefilter
+    select = options.select
+    if options.nonsample:
+        stream = f.records(order=options.order, nonsample=True)
+    else:
+        stream = f.samples(order=options.order)
+    for sample in stream:
+        if prefilter is not None and not prefilter(sample):
+            continue
+        if sample.is_sample:
+            event = format_sample(sample)
+        else:
+            event = fmt.format_record(sample)
+            if event is None:
                 continue
-            if sample.is_sample:
-                event = format_sample(sample)
-            else:
-                event = fmt.format_record(sample)
-                if event is None:
-                    continue
-            if select is None or select(sample, event):
-                yield event
+        if select is None or select(sample, event):
+            yield event
 
 
 def _dat_events(path: str, options: DecodeOptions) -> Iterator[bytes]:

@@ -279,6 +279,12 @@ class Selection:
                     or self.cpus or self.since or self.until or self.expr
                     or self.level is not None or self.keyword is not None)
 
+    @property
+    def parallel_safe(self) -> bool:
+        """False when selection depends on earlier records (thread names, first time)."""
+        relative = any(w is not None and w[0] == "rel" for w in (self.since, self.until))
+        return not (self.comms or relative)
+
     def bind(self, perf_file: Any) -> None:
         self._file = perf_file
         self._first = None

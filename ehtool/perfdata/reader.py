@@ -666,6 +666,38 @@ class PerfDataFile:
                       trailer.get("pid"), trailer.get("tid"), trailer.get("time"),
                       trailer.get("cpu"), desc)
 
+    # -- splitting (parallel decoding) ---------------------------------------------------
+
+    def split_point(self) -> int | None:
+        """The offset just after a FINISHED_ROUND near the middle of the data section
+        (file mode), so both halves can be decoded independently and concatenated in
+        perf-decode's order; None when there is no such point."""
+        mm = self._mm
+        if mm is None:
+            return None
+        hdr = self._hdr
+        pos, end = self._data_start, self._data_end
+        middle = pos + (end - pos) // 2
+        while pos + 8 <= end:
+            rtype, _misc, size = hdr(mm, pos)
+            if size < 8 or rtype == 71:  # corrupt, or AUXTRACE's extra payload
+                return None
+            pos += size
+            if pos >= middle and rtype == 68 and pos < end:  # FINISHED_ROUND
+                return pos
+        return None
+
+    @property
+    def data_range(self) -> tuple[int, int]:
+        """``(start, end)`` byte offsets of the records this file reads."""
+        return self._data_start, self._data_end
+
+    def restrict(self, start: int, end: int) -> None:
+        """Read only the records in ``[start, end)`` of the data section (file mode)."""
+        if self._mm is None or not self._data_start <= start <= end <= self._data_end:
+            raise ValueError("restrict() needs a file-mode input and a range inside its data")
+        self._data_start, self._data_end = start, end
+
     # -- lifetime ----------------------------------------------------------------------
 
     def close(self) -> None:

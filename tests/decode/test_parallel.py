@@ -1,0 +1,44 @@
+"""Two-process decoding gives byte-identical output to one process."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ehtool.output.decode import _PARALLEL_MIN_BYTES, DecodeOptions, decode_to
+from ehtool.output.filters import Selection
+from ehtool.perfdata import PerfDataFile
+from ehtool.perfdata.writer import replay_samples
+from golden import golden_path
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("par") / "big.data"
+    replay_samples(golden_path("linuxtracepoints/perf.data"), path, 80_000, round_every=1000)
+    with PerfDataFile.open(str(path)) as f:
+        start, end = f.data_range
+        assert end - start > _PARALLEL_MIN_BYTES and f.split_point() is not None
+    return str(path)
+
+
+def run(path: str, **kw) -> bytes:
+    out = io.BytesIO()
+    assert decode_to(out, [path], DecodeOptions(**kw)) == []
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("order", ["time", "file"])
+def test_same_bytes_with_two_processes(big, order):
+    one = run(big, order=order, jobs=1)
+    assert one.count(b'"n":') == 80_000
+    assert run(big, order=order, jobs=2) == one
+
+
+def test_same_bytes_with_a_filter(big):
+    sel = Selection(providers=("TestProviderC",), level=4)
+    kw = dict(select=sel.select, prefilter=sel.prefilter, bind=sel.bind)
+    one = run(big, jobs=1, **kw)
+    assert 0 < one.count(b'"n":') < 80_000
+    assert run(big, jobs=2, **kw) == one
