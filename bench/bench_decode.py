@@ -34,18 +34,36 @@ def run(argv: list[str]) -> tuple[float, int, int]:
     return elapsed, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
 
 
+_COUNT = """
+import sys
+from ehtool.perfdata import PerfDataFile
+total = eh = 0
+with PerfDataFile.open(sys.argv[1]) as f:
+    for s in f.samples(order="file"):
+        total += 1
+        fmt = s.desc.format
+        eh += fmt is not None and fmt.eventheader_offset is not None
+print(total, eh)
+"""
+_BUILD = """
+import sys
+from ehtool.perfdata.writer import replay_samples
+replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), attr_size=128)
+"""
+
+
+def in_subprocess(code: str, *args: object) -> str:
+    """Run ``code`` in a fresh interpreter, so this process stays small: measured
+    children must not inherit a big parent's pages (ru_maxrss counts them)."""
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
 def count_samples(path: Path) -> tuple[int, int]:
     """(samples, EventHeader samples) in a file."""
-    sys.path.insert(0, str(REPO))
-    from ehtool.perfdata import PerfDataFile
-
-    total = eh = 0
-    with PerfDataFile.open(str(path)) as f:
-        for s in f.samples(order="file"):
-            total += 1
-            fmt = s.desc.format
-            eh += fmt is not None and fmt.eventheader_offset is not None
-    return total, eh
+    total, eh = in_subprocess(_COUNT, path).split()
+    return int(total), int(eh)
 
 
 def main() -> None:
@@ -53,9 +71,6 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the generated files in this directory")
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
-    from ehtool.perfdata.writer import replay_samples
-
     work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -66,7 +81,8 @@ def main() -> None:
         dst = work / f"{label}.data"
         if not dst.exists():
             t = time.perf_counter()
-            replay_samples(src, dst, args.events)
+            # attrs at 128 bytes: Debian's perf 6.1 refuses the newer 136-byte attrs
+            in_subprocess(_BUILD, src, dst, args.events)
             print(f"built {dst} ({dst.stat().st_size / 1e6:.0f} MB) in "
                   f"{time.perf_counter() - t:.1f} s")
         files[label] = dst

@@ -442,7 +442,17 @@ class PerfDataFile:
             if new < limit:  # stopped at a record that does not fit
                 self._truncated(new, end)
                 return
+            self._release(pos, new)
             pos = new
+
+    def _release(self, start: int, end: int) -> None:
+        """Drop the page cache mappings of records already read (samples hold copies),
+        so resident memory stays constant whatever the file size."""
+        page = mmap.PAGESIZE
+        lo, hi = start - start % page, end - end % page
+        if hi > lo and self._mm is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
     def _truncated(self, pos: int, end: int) -> None:
         if self._declared_end > end:
@@ -678,13 +688,19 @@ class PerfDataFile:
         hdr = self._hdr
         pos, end = self._data_start, self._data_end
         middle = pos + (end - pos) // 2
+        released = pos
         while pos + 8 <= end:
+            if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
+                self._release(released, pos)
+                released = pos
             rtype, _misc, size = hdr(mm, pos)
             if size < 8 or rtype == 71:  # corrupt, or AUXTRACE's extra payload
                 return None
             pos += size
             if pos >= middle and rtype == 68 and pos < end:  # FINISHED_ROUND
+                self._release(self._data_start, pos)
                 return pos
+        self._release(self._data_start, pos)
         return None
 
     @property

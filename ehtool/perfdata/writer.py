@@ -269,11 +269,13 @@ def transcode_record(src: PerfGrammar, dst: PerfGrammar, data: bytes, desc: Any)
 
 
 def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, count: int, *,
-                   round_every: int = 4096) -> int:
+                   round_every: int = 4096, attr_size: int | None = None) -> int:
     """Write ``count`` samples by repeating the samples of ``src_path`` with shifted times.
 
     Metadata (events, names, tracing data, clock) is copied; a FINISHED_ROUND
-    follows every ``round_every`` samples. Returns the number of samples written.
+    follows every ``round_every`` samples. ``attr_size`` writes the attrs at that
+    size (e.g. 128 for perf 6.1, which refuses newer, bigger attrs). Returns the
+    number of samples written.
     """
     import struct
 
@@ -293,9 +295,11 @@ def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, cou
         if not protos:
             raise ValueError(f"{src_path}: no samples to replay")
         # keep the source's attr size: perf reads the attr table with it
-        w = PerfDataWriter(dst_path, big_endian=f.big_endian,
-                           attr_size=max(d.attr.size for d in f.descs))
+        size = attr_size or max(d.attr.size for d in f.descs)
+        w = PerfDataWriter(dst_path, big_endian=f.big_endian, attr_size=size)
         copy_metadata(w, f)
+        for attr, _ids, _name in w.events:
+            attr.size = min(attr.size, size)
     first = min(t for _, _, t in protos)
     span = max(t for _, _, t in protos) - first + 1
     put_time = struct.Struct(g.endian + "Q").pack_into
