@@ -23,20 +23,10 @@ def generate() -> dict[str, str]:
 
 
 def main() -> int:
-    check = "--check" in sys.argv
-    stale = []
-    for name, text in generate().items():
-        path = REPO / "completions" / name
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(name)
-        else:
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text)
-    if stale:
-        print(f"stale: {', '.join(stale)}; run: python3 scripts/gen_completions.py")
-        return 1
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _generated import write_or_check
+
+    return write_or_check(REPO / "completions", generate(), "python3 scripts/gen_completions.py")
 
 
 if __name__ == "__main__":

@@ -82,23 +82,13 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
       ehtool record --provider MyProv --level 1-5 --keyword 0x1,0x2 --decode
     """
     from ehtool.errors import UsageError
-    from ehtool.record.specs import expand_provider, merge_specs, parse_spec, read_spec_file
+    from ehtool.record.specs import collect_specs
     from ehtool.record.supervisor import Recorder, RecordOptions
 
     command = ctx.meta.get("ehtool_record_command", [])
     if "ehtool_record_command" in ctx.meta and not command:
         raise UsageError("nothing after '--': give a COMMAND or drop the '--'")
-    parsed = []
-    for number, text in enumerate(specs, 1):
-        spec = parse_spec(text, f"argument {number}")
-        if spec is not None:
-            parsed.append(spec)
-    for path in spec_files:
-        parsed.extend(read_spec_file(path))
-    if provider is not None:
-        parsed.extend(expand_provider(provider, levels, keywords, group))
-    elif group is not None:
-        raise UsageError("--group needs --provider")
+    parsed = collect_specs(specs, spec_files, provider, levels, keywords, group)
     if not parsed:
         raise UsageError("nothing to record: give a SPEC, -i FILE or --provider")
 
@@ -114,7 +104,7 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
             click.echo(f"ehtool: {message}", err=True)
 
     options = RecordOptions(
-        specs=merge_specs(parsed), output=output, command=command, duration=duration,
+        specs=parsed, output=output, command=command, duration=duration,
         perf=perf_path, perf_args=perf_args, buffer_size=buffer_size, decode=decode,
         decode_args=decode_args, ready_timeout=ready_timeout,
         announce=say, warn=warn, info=info,

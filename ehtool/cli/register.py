@@ -47,26 +47,11 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
     """
     from ehtool.errors import UsageError
     from ehtool.kernel.registry import check_definition, register_all, stop_signals
-    from ehtool.record.specs import (
-        SpecKind,
-        expand_provider,
-        merge_specs,
-        parse_spec,
-        read_spec_file,
-    )
+    from ehtool.record.specs import SpecKind, collect_specs
 
-    specs = []
-    for number, text in enumerate(definitions, 1):
-        spec = parse_spec(text, f"argument {number}")
-        if spec is not None:
-            specs.append(spec)
-    for path in files:
-        specs.extend(read_spec_file(path))
-    if provider is not None:
-        specs.extend(expand_provider(provider, levels, keywords, group))
+    specs = collect_specs(definitions, files, provider, levels, keywords, group)
     if not specs:
         raise UsageError("nothing to register: give DEFINITIONs, -i FILE or --provider")
-    specs = merge_specs(specs)
     for spec in specs:
         if spec.kind is SpecKind.IDENTIFIER:
             raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "

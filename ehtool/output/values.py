@@ -28,6 +28,8 @@ from sys import byteorder
 
 import orjson
 
+from ehtool.perfdata.session import format_utc_seconds
+
 _dumps = orjson.dumps
 _NATIVE_BE = byteorder == "big"
 
@@ -234,38 +236,10 @@ def errno_json(value: int) -> bytes:
 
 # -- time ----------------------------------------------------------------------
 
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of the proleptic Gregorian calendar for days since 1970-01-01."""
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
-def datetime_text(seconds: int) -> str | None:
-    """``YYYY-MM-DDTHH:MM:SS`` as glibc gmtime_r + ``%04d`` print it, or None when
-    the year does not fit gmtime's int (perf-decode then prints ``TIME(n)``)."""
-    days, rem = divmod(seconds, 86400)
-    year, month, day = civil_from_days(days)
-    if not _INT_MIN <= year - 1900 <= _INT_MAX:
-        return None
-    hh, rem = divmod(rem, 3600)
-    mm, ss = divmod(rem, 60)
-    return "%04d-%02d-%02dT%02d:%02d:%02d" % (year, month, day, hh, mm, ss)
-
-
 def time_json(seconds: int) -> bytes:
-    """A ``time`` field (signed seconds since 1970, UTC, no fraction)."""
-    text = datetime_text(seconds)
-    return b'"TIME(%d)"' % seconds if text is None else b'"' + text.encode() + b'"'
+    """A ``time`` field (signed seconds since 1970, UTC, no fraction; ``TIME(n)`` when the
+    year does not fit glibc's ``gmtime``)."""
+    return b'"' + format_utc_seconds(seconds).encode() + b'"'
 
 
 def time32_json(value: int) -> bytes:
@@ -281,9 +255,9 @@ def time64_json(value: int) -> bytes:
 def utc_ns_json(ns: int) -> bytes:
     """Sample meta time from wall-clock ns: ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``."""
     sec, frac = divmod(ns, 1_000_000_000)
-    text = datetime_text(sec)
-    if text is None:
-        return b'"TIME(%d)"' % sec
+    text = format_utc_seconds(sec)
+    if text.startswith("TIME("):
+        return b'"' + text.encode() + b'"'
     return b'"%s.%09dZ"' % (text.encode(), frac)
 
 

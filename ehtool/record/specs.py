@@ -185,6 +185,24 @@ def parse_int_list(text: str, option: str, *, allow_ranges: bool) -> list[int]:
     return values
 
 
+def collect_specs(texts: Iterable[str], files: Iterable[str], provider: str | None,
+                  levels: str, keywords: str, group: str | None) -> list[TracepointSpec]:
+    """Specs from command-line arguments, ``-i`` files and the ``--provider`` expansion,
+    merged (see :func:`merge_specs`); arguments are named "argument N" in errors."""
+    specs = []
+    for number, text in enumerate(texts, 1):
+        spec = parse_spec(text, f"argument {number}")
+        if spec is not None:
+            specs.append(spec)
+    for path in files:
+        specs.extend(read_spec_file(path))
+    if provider is not None:
+        specs.extend(expand_provider(provider, levels, keywords, group))
+    elif group is not None:
+        raise SpecError("--group needs --provider")
+    return merge_specs(specs)
+
+
 def merge_specs(specs: Iterable[TracepointSpec]) -> list[TracepointSpec]:
     """Drop repeats of the same tracepoint; a name given two different ways is an error."""
     seen: dict[str, TracepointSpec] = {}

@@ -79,7 +79,17 @@ def test_encode_decode_round_trip(spec, level, opcode):
             return [[k, norm(v)] for k, v in value]
         return value
 
-    assert norm(pairs) == norm(expected(spec))
+    assert same(norm(pairs), norm(expected(spec)))
+
+
+def same(got, want) -> bool:
+    """Equal, where a float written in C++ ``to_chars`` fixed form may read back as an int."""
+    if isinstance(want, float):
+        return isinstance(got, int | float) and float(got) == want
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(
+            same(g, w) for g, w in zip(got, want, strict=True))
+    return got == want
 
 
 def test_encoded_metadata_agrees_with_the_grammar():
