@@ -22,5 +22,5 @@ fi
 mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 
 python3 -m pip install -q -e '.[test]'
-python3 -m ruff check ehtool tests bench
+python3 -m ruff check ehtool tests bench scripts
 python3 -m pytest -q "$@"
