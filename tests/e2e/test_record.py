@@ -6,65 +6,15 @@ ehtool, perf readiness before COMMAND, clean stop, release afterwards.
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.kernel
-
-_TRACEFS = Path("/sys/kernel/tracing")
-_COUNTER = itertools.count()
+from .conftest import decode, ehtool, event_dir
 
 
-def _kernel_problem() -> str | None:
-    if not (_TRACEFS / "user_events_data").exists():
-        return "runs inside the VM via tests/test_e2e_vm.py (no user_events here)"
-    if os.geteuid() != 0:
-        return "needs root"
-    return None
-
-
-_PROBLEM = _kernel_problem()
-if _PROBLEM is not None:
-    pytestmark = [pytest.mark.kernel, pytest.mark.skip(reason=_PROBLEM)]
-
-
-def unique_provider() -> str:
-    return f"EhRec{os.getpid()}n{next(_COUNTER)}"
-
-
-def event_dir(name: str) -> Path:
-    return _TRACEFS / "events" / "user_events" / name
-
-
-def ehtool(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ehtool", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False, **kw)
-
-
-def decode(path: Path) -> list[dict]:
-    """``ehtool decode`` output; each object also keeps its (key, value) pairs under
-    ``"_pairs"``, since an event's ``n`` (its name) and a field named ``n`` share a key."""
-    done = ehtool("decode", str(path))
-    assert done.returncode == 0, done.stderr
-
-    def pairs(items: list[tuple[str, object]]) -> dict:
-        obj = dict(items)
-        obj["_pairs"] = items
-        return obj
-
-    return json.loads(done.stdout.lstrip("\ufeff"), object_pairs_hook=pairs)[str(path)]
-
-
-def test_record_command_event_is_decoded_and_registration_released(tmp_path):
-    provider = unique_provider()
+def test_record_command_event_is_decoded_and_registration_released(provider, tmp_path):
     name = f"{provider}_L5K1"
     out = tmp_path / "x.data"
     done = ehtool("record", "-o", str(out), name, "--",
@@ -90,8 +40,7 @@ def test_duration_records_kernel_tracepoint(tmp_path):
     assert events and all(e["n"] == "sched:sched_switch" for e in events)
 
 
-def test_sigterm_mid_session_leaves_decodable_file_and_releases(tmp_path):
-    provider = unique_provider()
+def test_sigterm_mid_session_leaves_decodable_file_and_releases(provider, tmp_path):
     name = f"{provider}_L4K2"
     out = tmp_path / "term.data"
     proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", "-o", str(out), name,
@@ -126,8 +75,7 @@ with open(out, "w") as f:
 """
 
 
-def test_1000_events_written_at_command_start_are_all_recorded(tmp_path):
-    provider = unique_provider()
+def test_1000_events_written_at_command_start_are_all_recorded(provider, tmp_path):
     name = f"{provider}_L5K1"
     out, report = tmp_path / "burst.data", tmp_path / "writer.txt"
     done = ehtool("record", "-o", str(out), name, "--",
