@@ -104,6 +104,7 @@ def _perf_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
             comm_of=f.session.comm,
             meta=options.meta,
             warn=options.warn,
+            file=("stdin" if path == "-" else path) if options.jsonl else None,
         )
         split = _split_point(f, options)
         if split is None:

@@ -69,6 +69,7 @@ class SampleFormatter:
         comm_of: Callable[[int], str | None] | None = None,
         meta: frozenset[str] = META_DEFAULT,
         warn: Callable[[str], None] | None = None,
+        file: str | None = None,
     ) -> None:
         self.style = style
         self.big_endian = big_endian
@@ -79,6 +80,11 @@ class SampleFormatter:
         self.warn = warn
         self._eh: Any = None  # the EventHeader decoder, made when first needed
         self._handlers: dict[Any, Callable[[Any], bytes]] = {}
+        #: ``"file"`` meta member (JSON Lines output names each event's input)
+        self._file_meta = b""
+        if file is not None:
+            name = utf8_json(file.encode("utf-8", "surrogateescape"))
+            self._file_meta = style.sep + b'"file"' + style.colon + name
         s = style
         self._k_n = b"{" + s.first + b'"n"' + s.colon
         self._k_meta = s.sep + b'"meta"' + s.colon + b"{"
@@ -178,6 +184,7 @@ class SampleFormatter:
 
     def _meta(self, sample: Any, extra: bytes) -> bytes:
         """``, "meta": { "time": ..., "cpu": ..., "pid": ..., "tid": ... <extra> } }``."""
+        extra += self._file_meta
         fast = self._fast_meta
         if fast is not None and sample.time is not None and sample.cpu is not None \
                 and sample.pid is not None:

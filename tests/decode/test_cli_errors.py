@@ -78,7 +78,9 @@ def test_several_inputs_and_jsonl(tmp_path):
     doc = json.loads(run(str(SAMPLE), str(SAMPLE)).stdout)
     assert list(doc) == [str(SAMPLE)]  # same key twice: the last wins in Python
     lines = run("--format", "jsonl", str(SAMPLE)).stdout.splitlines()
-    assert all(json.loads(line)["n"].startswith("sched:") for line in lines)
+    events = [json.loads(line) for line in lines]
+    assert events and all(e["n"].startswith("sched:") for e in events)
+    assert all(e["meta"]["file"] == str(SAMPLE) and "time" in e["meta"] for e in events)
 
 
 def test_bom_and_compact_framing():
