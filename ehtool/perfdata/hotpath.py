@@ -209,3 +209,66 @@ class TrailerReader:
 
 def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
     return TrailerReader(trailer_prefix(g, sample_type))
+
+
+def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
+    """A loop over consecutive samples that share one fixed layout, or None.
+
+    ``scan(buf, pos, limit, base, append) -> (pos, count)`` reads samples of the
+    events in ``descs`` whose layout is the most common fixed one, one
+    ``unpack_from`` each, and returns at the first record it does not handle
+    (another record type, another layout, a short or corrupt record), leaving
+    that record to the general reader. ``id_at`` is the offset of the sample id
+    (8 for IDENTIFIER), or -1 when the lone event has no ids.
+    """
+    layouts: dict[tuple[int, int], list[EventDesc]] = {}
+    for d in descs:
+        layouts.setdefault((d.attr.sample_type, d.attr.read_format), []).append(d)
+    if not layouts:
+        return None
+    (st, rf), members = max(layouts.items(), key=lambda kv: (
+        sum(d.attr.type == 2 for d in kv[1]), len(kv[1])))
+    prefix = sample_prefix(g, st, rf)
+    if [getattr(sub, "name", None) for sub in prefix.rest] != ["raw"]:
+        return None
+    id_name = next((n for n, off in prefix.offsets.items()
+                    if off == id_at and n in ("identifier", "id")), None)
+    if id_name is None and not (id_at < 0 and len(descs) == 1):
+        return None
+    fixed = prefix.size
+    names = [n if n in _SAMPLE_FIELDS or n in ("type", "size", "raw_size", id_name) else "_"
+             for n in prefix.names]
+    args = {n: (n if n in names else "None") for n in _SAMPLE_FIELDS}
+    pick = (f"        desc = by_id.get({id_name})\n        if desc is None:\n            break\n"
+            if id_name else "        desc = lone\n")
+    src = (
+        "def scan(buf, pos, limit, base, append):\n"
+        "    count = 0\n"
+        "    while pos < limit:\n"
+        f"        if pos + {fixed} > limit:\n"
+        "            break\n"
+        f"        ({', '.join(names)},) = unpack_from(buf, pos)\n"
+        f"        if type != 9 or size < {fixed} or pos + size > limit:\n"
+        "            break\n"
+        + pick
+        + f"        end = pos + {fixed} + raw_size\n"
+        "        if end > pos + size:\n"
+        "            break\n"
+        "        s = new(Sample)\n"
+        + "".join(f"        s.{n} = {args[n]}\n" for n in _SAMPLE_FIELDS)
+        + f"        s.raw = buf[pos + {fixed}:end]\n"
+        "        s.desc = desc\n"
+        "        s.offset = pos + base\n"
+        "        append(s)\n"
+        "        count += 1\n"
+        "        pos += size\n"
+        "    return pos, count\n"
+    )
+    by_id = {i: d for d in members for i in d.ids}
+    namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "by_id": by_id,
+                 "lone": descs[0], "new": object.__new__}
+    exec(compile(src, f"<sample run scanner {st:#x}>", "exec"), namespace)  # noqa: S102
+    fn = namespace["scan"]
+    fn.source = src
+    fn.by_id = by_id
+    return fn

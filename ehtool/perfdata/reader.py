@@ -35,7 +35,12 @@ from ehtool.perfdata.grammar import (
     detect_byte_order,
     grammar_for,
 )
-from ehtool.perfdata.hotpath import CorruptSample, make_sample_reader, make_trailer_reader
+from ehtool.perfdata.hotpath import (
+    CorruptSample,
+    make_run_scanner,
+    make_sample_reader,
+    make_trailer_reader,
+)
 from ehtool.perfdata.records import EventDesc, Record, Sample
 from ehtool.perfdata.session import Session
 from ehtool.perfdata.tracing_data import TracingData, parse_tracing_data
@@ -113,6 +118,8 @@ class PerfDataFile:
         self._u32 = struct.Struct(self.grammar.endian + "I").unpack_from
         self._hdr = struct.Struct(self.grammar.endian + "IHH").unpack_from
         self._hdr_id = struct.Struct(self.grammar.endian + "IHHQ").unpack_from
+        self._run: Callable | None = None
+        self._run_key: tuple | None = None
         self._file: BinaryIO | None = None
         self._mm: mmap.mmap | None = None
         self._stream: BinaryIO | None = None
@@ -506,7 +513,13 @@ class PerfDataFile:
         lone = self.descs[0].reader if len(self.descs) == 1 else None
         sample_type = _SAMPLE
         nsamples = 0
+        run = self._run_scanner()
         while pos < limit:
+            if run is not None:  # consecutive samples of the common layout, one unpack each
+                pos, n = run(buf, pos, end, base, append)
+                nsamples += n
+                if pos >= limit:
+                    break
             if pos + 16 <= end:
                 rtype, _misc, size, ident = hdr_id(buf, pos)
             elif pos + 8 <= end:
@@ -545,9 +558,19 @@ class PerfDataFile:
             pos = nxt
             id_at = self._id_at
             lone = self.descs[0].reader if len(self.descs) == 1 else None
+            run = self._run_scanner()
         if nsamples:
             self.counts[_SAMPLE] = self.counts.get(_SAMPLE, 0) + nsamples
         return pos
+
+    def _run_scanner(self):
+        """The generated scanner for runs of common-layout samples (rebuilt when ids change)."""
+        key = (len(self.descs), len(self._readers), self._id_at)
+        if self._run_key != key:
+            self._run_key = key
+            self._run = make_run_scanner(self.grammar, self.descs, self._id_at) \
+                if self.descs else None
+        return self._run
 
     def _unknown_sample(self, buf: Any, pos: int, size: int, base: int) -> None:
         if self._id_at < 0:
