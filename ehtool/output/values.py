@@ -3,129 +3,71 @@
 Every function returns the JSON value as ``bytes`` (strings already quoted).
 They run once per decoded field, so they favour table lookups and fast paths.
 
-Where perf-decode's output would not be valid UTF-8 we deliberately differ,
-so that ehtool's output is always a valid UTF-8 JSON document:
+Strings (re-exported from :mod:`ehtool.output.strings`, which documents the
+rules and the two deliberate differences: lone surrogates as ``\\udxxx``
+escapes, UTF-32 units above U+10FFFF as U+FFFD):
+``utf8_json``, ``latin1_json``, ``utf16_json``, ``utf32_json``,
+``string_json``, ``bom_string_json``, ``str_json``.
 
-* a lone UTF-16 surrogate (from UTF-16 data, or a 3-byte ``ED A0..BF xx``
-  sequence in UTF-8 data, which perf-decode copies through) is written as the
-  JSON escape ``\\udxxx``; JSON parsers give back the same code point;
-* a UTF-32 code point above U+10FFFF (perf-decode writes a legacy 4- to
-  7-byte form) is written as U+FFFD REPLACEMENT CHARACTER.
+Numbers and other formats:
 
-Everything else follows perf-decode: invalid UTF-8 bytes become the Latin-1
-character of each byte; only ``"``, ``\\`` and control characters are escaped
-(``\\b \\f \\n \\r \\t``, others ``\\u00xx``); non-ASCII is never escaped.
+* ``signed_json``/``unsigned_json``: decimal.
+* ``hex_int``: ``"0xEA60"`` (uppercase, no padding); ``hex_bytes``:
+  ``"48 6f 77"`` (lowercase, space separated, ``""`` when empty).
+* ``boolean_json(value, size)``: 0 ``false``, 1 ``true``, otherwise the value as
+  a signed 32-bit decimal (8- and 16-bit values are zero-extended first).
+* ``float32_json``/``float32_bits_json``/``float64_json``: C++ ``std::to_chars``
+  (libstdc++) shortest round-trip form: the shortest digits that read back to
+  the same float (the closest of those), written fixed or scientific, whichever
+  is shorter, fixed on a tie (``3``, ``0.33333334``, ``1e+15``, ``1.5e-07``);
+  fixed notation of a whole number prints its exact value
+  (``123456789012345677877``, not ``...680000``); ``"nan"``/``"-nan"`` by the
+  sign bit, ``"inf"``/``"-inf"``; ``0``/``-0``.
+* ``time_json``/``time32_json``/``time64_json``: signed seconds since 1970 as
+  ``"YYYY-MM-DDTHH:MM:SS"`` (UTC, proleptic Gregorian, glibc ``gmtime_r`` +
+  ``%04d``: year -1 prints ``-001``); ``"TIME(n)"`` when the year does not fit
+  ``tm_year`` (a 32-bit int).
+* ``utc_ns_json``: sample time ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"`` from UTC ns
+  (floor division for negative times); ``seconds_json``: the bare number
+  ``<sec>.<9-digit ns>`` used without CLOCK_DATA.
+* ``errno_json``: ``"EPERM(1)"`` for Linux errno 1..133 (0, 41 and 58 have no
+  name), else ``"ERRNO(n)"`` with n signed 32-bit.
+* ``uuid_json``: lowercase 8-4-4-4-12 in stored byte order.
+* ``ipv4_json``, ``ipv6_json`` (glibc ``inet_ntop`` text: the first longest run
+  of two or more zero groups becomes ``::``; ``::a.b.c.d`` and
+  ``::ffff:a.b.c.d`` forms), ``port_json`` (big-endian decimal).
 """
 
 from __future__ import annotations
 
-import codecs
-import json
-import math
 import struct
-from array import array
-from sys import byteorder
 
-import orjson
-
+from ehtool.output.strings import (
+    bom_string_json,
+    latin1_json,
+    str_json,
+    string_json,
+    utf8_json,
+    utf16_json,
+    utf32_json,
+)
 from ehtool.perfdata.session import format_utc_seconds
 
-_dumps = orjson.dumps
-_NATIVE_BE = byteorder == "big"
+__all__ = [
+    "bom_string_json", "boolean_json", "errno_json", "float32_bits_json", "float32_json",
+    "float64_json", "hex_bytes", "hex_int", "ipv4_json", "ipv6_json", "latin1_json",
+    "port_json", "seconds_json", "signed_json", "str_json", "string_json", "time32_json",
+    "time64_json", "time_json", "unsigned_json", "utc_ns_json", "utf8_json", "utf16_json",
+    "utf32_json", "uuid_json",
+]
 
-# -- strings -------------------------------------------------------------------
-
-
-def _latin1_fallback(exc: UnicodeError) -> tuple[str, int]:
-    """Decode error handler: a 3-byte surrogate passes (as a lone surrogate),
-    any other invalid byte becomes its Latin-1 character."""
-    assert isinstance(exc, UnicodeDecodeError)
-    data, i = exc.object, exc.start
-    if (data[i] == 0xED and i + 2 < len(data) and 0xA0 <= data[i + 1] <= 0xBF
-            and 0x80 <= data[i + 2] <= 0xBF):
-        return chr(0xD000 | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)), i + 3
-    return chr(data[i]), i + 1
-
-
-codecs.register_error("ehtool-latin1", _latin1_fallback)
-
-
-def str_json(text: str) -> bytes:
-    """A Python string as a JSON string (lone surrogates as ``\\udxxx`` escapes)."""
-    try:
-        return _dumps(text)
-    except TypeError:
-        return json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
-
-
-def utf8_json(data: bytes | bytearray | memoryview) -> bytes:
-    """UTF-8 bytes as a JSON string (invalid bytes as Latin-1 characters)."""
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    if data.isascii():
-        return _dumps(data.decode("ascii"))
-    return str_json(data.decode("utf-8", "ehtool-latin1"))
-
-
-def latin1_json(data: bytes | bytearray | memoryview) -> bytes:
-    """Each byte a code point (``string8``; tracefs ``char`` arrays)."""
-    return _dumps(bytes(data).decode("latin-1"))
-
-
-def utf16_json(data: bytes | memoryview, big_endian: bool) -> bytes:
-    """UTF-16 code units: pairs combine, lone surrogates are escaped."""
-    data = bytes(data)
-    if len(data) & 1:
-        data = data[:-1]
-    return str_json(data.decode("utf-16-be" if big_endian else "utf-16-le", "surrogatepass"))
-
-
-def utf32_json(data: bytes | memoryview, big_endian: bool) -> bytes:
-    """UCS-4 code units; values above U+10FFFF become U+FFFD."""
-    data = bytes(data)
-    units = array("I")
-    units.frombytes(data[: len(data) & ~3])
-    if big_endian != _NATIVE_BE:
-        units.byteswap()
-    try:
-        text = "".join(map(chr, units))
-    except (ValueError, OverflowError):
-        text = "".join(chr(u) if u <= 0x10FFFF else "\ufffd" for u in units)
-    return str_json(text)
-
-
-_BOMS = (
-    (b"\xff\xfe\x00\x00", 4, False),
-    (b"\x00\x00\xfe\xff", 4, True),
-    (b"\xff\xfe", 2, False),
-    (b"\xfe\xff", 2, True),
-    (b"\xef\xbb\xbf", 1, False),
-)
-
-
-def bom_string_json(data: bytes | memoryview, unit_size: int, big_endian: bool) -> bytes:
-    """``string_utf_bom``/``xml``/``json``: decode per a leading BOM (dropped), else per
-    unit size."""
-    data = bytes(data)
-    for bom, size, be in _BOMS:
-        if data.startswith(bom):
-            return string_json(data[len(bom):], size, be)
-    return string_json(data, unit_size, big_endian)
-
-
-def string_json(data: bytes | memoryview, unit_size: int, big_endian: bool) -> bytes:
-    """``string_utf``: UTF-8, UTF-16 or UCS-4 by code-unit size."""
-    if unit_size == 1:
-        return utf8_json(data)
-    if unit_size == 2:
-        return utf16_json(data, big_endian)
-    return utf32_json(data, big_endian)
-
+Bytes = bytes | bytearray | memoryview
 
 # -- integers and bytes --------------------------------------------------------
 
 
 def signed_json(value: int) -> bytes:
+    """Decimal integer."""
     return b"%d" % value
 
 
@@ -137,9 +79,9 @@ def hex_int(value: int) -> bytes:
     return b'"0x%X"' % value
 
 
-def hex_bytes(data: bytes | memoryview) -> bytes:
+def hex_bytes(data: Bytes) -> bytes:
     """``"48 6f 77"``: lowercase pairs separated by spaces."""
-    return b'"' + bytes(data).hex(" ").encode() + b'"'
+    return b'"%s"' % data.hex(" ").encode()
 
 
 def boolean_json(value: int, size: int = 4) -> bytes:
@@ -149,56 +91,48 @@ def boolean_json(value: int, size: int = 4) -> bytes:
     if value == 1:
         return b"true"
     value &= 0xFFFFFFFF
-    return b"%d" % (value - (1 << 32) if value & 0x80000000 else value)
+    return b"%d" % (value - 0x100000000 if value & 0x80000000 else value)
 
 
-def uuid_json(data: bytes | memoryview) -> bytes:
+def uuid_json(data: Bytes) -> bytes:
     """``"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"`` in stored byte order."""
-    h = bytes(data).hex()
-    return f'"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"'.encode()
+    h = data.hex().encode()
+    return b'"%s-%s-%s-%s-%s"' % (h[:8], h[8:12], h[12:16], h[16:20], h[20:32])
 
 
-def port_json(data: bytes | memoryview) -> bytes:
+def port_json(data: Bytes) -> bytes:
     """A 16-bit port in network (big-endian) byte order."""
     return b"%d" % ((data[0] << 8) | data[1])
 
 
-def ipv4_json(data: bytes | memoryview) -> bytes:
+def ipv4_json(data: Bytes) -> bytes:
     return b'"%d.%d.%d.%d"' % (data[0], data[1], data[2], data[3])
 
 
-def ipv6_json(data: bytes | memoryview) -> bytes:
+_WORDS = struct.Struct(">8H").unpack
+
+
+def ipv6_json(data: Bytes) -> bytes:
     """IPv6 text exactly as glibc's ``inet_ntop``."""
-    b = bytes(data)
-    words = struct.unpack(">8H", b)
-    # longest run of >= 2 zero words (first of equals) becomes "::"
-    best_start, best_len, start = -1, 0, -1
-    for i, w in enumerate(words + (1,)):
-        if w == 0 and i < 8:
-            if start < 0:
-                start = i
-        elif start >= 0:
-            if i - start > best_len:
-                best_start, best_len = start, i - start
-            start = -1
-    if best_len < 2:
-        best_start = -1
-    parts: list[str] = []
-    i = 0
-    while i < 8:
-        if i == best_start:
-            parts.append(":" if i == 0 else "")
-            i += best_len
-            if i == 8:
-                parts.append("")
-            continue
-        # IPv4-compatible (::a.b.c.d) and IPv4-mapped (::ffff:a.b.c.d) forms
-        if i == 6 and best_start == 0 and (best_len == 6 or (best_len == 5 and words[5] == 0xFFFF)):
-            parts.append("%d.%d.%d.%d" % tuple(b[12:16]))
-            break
-        parts.append("%x" % words[i])
-        i += 1
-    return ('"' + ":".join(parts) + '"').encode()
+    words = _WORDS(data)
+    # first longest run of >= 2 zero words becomes "::"
+    best, best_len, run = -1, 1, 0
+    for i, w in enumerate(words):
+        if w:
+            run = 0
+        else:
+            run += 1
+            if run > best_len:
+                best, best_len = i + 1 - run, run
+    if best < 0:
+        return b'"%x:%x:%x:%x:%x:%x:%x:%x"' % words
+    end = best + best_len
+    if best == 0 and (best_len == 6 or (best_len == 5 and words[5] == 0xFFFF)):
+        tail = "%d.%d.%d.%d" % (data[12], data[13], data[14], data[15])
+        return ('"::%s%s"' % ("ffff:" if best_len == 5 else "", tail)).encode()
+    head = ":".join(["%x" % w for w in words[:best]])
+    tail = ":".join(["%x" % w for w in words[end:]])
+    return ('"%s::%s"' % (head, tail)).encode()
 
 
 # -- errno ---------------------------------------------------------------------
@@ -221,121 +155,201 @@ _ERRNO_NAMES = (
     "ECONNREFUSED", "EHOSTDOWN", "EHOSTUNREACH", "EALREADY", "EINPROGRESS", "ESTALE",
     "EUCLEAN", "ENOTNAM", "ENAVAIL", "EISNAM", "EREMOTEIO", "EDQUOT", "ENOMEDIUM",
     "EMEDIUMTYPE", "ECANCELED", "ENOKEY", "EKEYEXPIRED", "EKEYREVOKED", "EKEYREJECTED",
-    "EOWNERDEAD", "ENOTRECOVERABLE",
+    "EOWNERDEAD", "ENOTRECOVERABLE", "ERFKILL", "EHWPOISON",
 )
-_ERRNO_JSON = [f'"{n}({i})"'.encode() if n else b"" for i, n in enumerate(_ERRNO_NAMES)]
+_ERRNO_JSON = tuple(
+    f'"{name}({i})"'.encode() if name else b'"ERRNO(%d)"' % i
+    for i, name in enumerate(_ERRNO_NAMES))
 
 
 def errno_json(value: int) -> bytes:
     """``"EPERM(1)"``; unnamed values ``"ERRNO(n)"`` with n signed 32-bit."""
     value &= 0xFFFFFFFF
-    if value < len(_ERRNO_JSON) and _ERRNO_JSON[value]:
+    if value < 134:
         return _ERRNO_JSON[value]
-    return b'"ERRNO(%d)"' % (value - (1 << 32) if value & 0x80000000 else value)
+    return b'"ERRNO(%d)"' % (value - 0x100000000 if value & 0x80000000 else value)
 
 
 # -- time ----------------------------------------------------------------------
 
+
 def time_json(seconds: int) -> bytes:
-    """A ``time`` field (signed seconds since 1970, UTC, no fraction; ``TIME(n)`` when the
-    year does not fit glibc's ``gmtime``)."""
-    return b'"' + format_utc_seconds(seconds).encode() + b'"'
+    """A ``time`` field: signed seconds since 1970, UTC, no fraction (``"TIME(n)"`` when
+    the year does not fit glibc's ``gmtime``)."""
+    return b'"%s"' % format_utc_seconds(seconds).encode()
 
 
 def time32_json(value: int) -> bytes:
+    """``time_json`` of a 32-bit value (taken as signed)."""
     value &= 0xFFFFFFFF
-    return time_json(value - (1 << 32) if value & 0x80000000 else value)
+    return time_json(value - 0x100000000 if value & 0x80000000 else value)
 
 
 def time64_json(value: int) -> bytes:
+    """``time_json`` of a 64-bit value (taken as signed)."""
     value &= 0xFFFFFFFFFFFFFFFF
     return time_json(value - (1 << 64) if value >> 63 else value)
 
 
 def utc_ns_json(ns: int) -> bytes:
-    """Sample meta time from wall-clock ns: ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``."""
+    """Sample meta time from UTC ns since 1970: ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``."""
     sec, frac = divmod(ns, 1_000_000_000)
-    text = format_utc_seconds(sec)
-    if text.startswith("TIME("):
-        return b'"' + text.encode() + b'"'
-    return b'"%s.%09dZ"' % (text.encode(), frac)
+    return b'"%s.%09dZ"' % (format_utc_seconds(sec).encode(), frac)
 
 
 def seconds_json(ns: int) -> bytes:
-    """Sample meta time without a known wall clock: the bare number ``sec.nnnnnnnnn``."""
+    """Sample meta time without a known wall clock: the bare number ``sec.nnnnnnnnn``
+    (the unsigned 64-bit session time)."""
     ns &= 0xFFFFFFFFFFFFFFFF
     return b"%d.%09d" % divmod(ns, 1_000_000_000)
 
 
 # -- floats ----------------------------------------------------------------------
+#
+# std::to_chars(first, last, value) picks fixed when, for the shortest digits
+# d (n of them, no trailing zeros) times 10**e, -(n + 3) <= e <= 5 (-3 <= e <= 4
+# when n == 1): exactly "fixed is not longer than scientific". Fixed notation
+# with e >= 0 prints the exact integer value of the float.
 
-_F32 = struct.Struct("=f")
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
+_FLT_MIN = 1.1754943508222875e-38
 
 
-def _shortest(digits: str, exp: int, negative: bool) -> bytes:
-    """std::to_chars' shortest form of ``digits * 10**exp``: fixed or scientific,
-    whichever is shorter (fixed on a tie)."""
+def _fixed_wins(n: int, e: int) -> bool:
+    return (-3 <= e <= 4) if n == 1 else (-(n + 3) <= e <= 5)
+
+
+def _format(digits: str, e: int, sign: str, value: float) -> bytes:
+    """to_chars text of ``sign digits * 10**e`` (``digits`` without trailing zeros)."""
     n = len(digits)
-    if exp >= 0:
-        fixed = digits + "0" * exp
-    elif n + exp > 0:
-        fixed = digits[: n + exp] + "." + digits[n + exp:]
-    else:
-        fixed = "0." + "0" * (-(n + exp)) + digits
-    e10 = exp + n - 1
-    sci = digits[0] + ("." + digits[1:] if n > 1 else "") + ("e-%02d" % -e10 if e10 < 0
-                                                            else "e+%02d" % e10)
-    text = fixed if len(fixed) <= len(sci) else sci
-    return (("-" + text) if negative else text).encode()
+    if _fixed_wins(n, e):
+        if e >= 0:
+            return b"%d" % int(value)
+        point = n + e
+        if point > 0:
+            return (sign + digits[:point] + "." + digits[point:]).encode()
+        return (sign + "0." + "0" * -point + digits).encode()
+    x = e + n - 1
+    mantissa = digits[0] + "." + digits[1:] if n > 1 else digits
+    return ("%s%se%s%02d" % (sign, mantissa, "-" if x < 0 else "+", abs(x))).encode()
 
 
-def _digits(text: str) -> tuple[str, int]:
-    """Significant digits and exponent of a positive decimal (``'1.25e-07'`` -> ('125', -9))."""
-    mantissa, _, e = text.partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac).lstrip("0")
-    exp = (int(e) if e else 0) - len(frac)
-    stripped = digits.rstrip("0")
-    exp += len(digits) - len(stripped)
-    return stripped or "0", exp
-
-
-def _special(value: float) -> bytes | None:
+def _special(value: float) -> bytes:
+    """nan, inf and zero."""
     if value != value:
-        return b'"-nan"' if math.copysign(1.0, value) < 0 else b'"nan"'
-    if value in (math.inf, -math.inf):
-        return b'"-inf"' if value < 0 else b'"inf"'
+        return b'"-nan"' if _is_negative(value) else b'"nan"'
     if value == 0:
-        return b"-0" if math.copysign(1.0, value) < 0 else b"0"
-    return None
+        return b"-0" if _is_negative(value) else b"0"
+    return b'"-inf"' if value < 0 else b'"inf"'
+
+
+def _is_negative(value: float) -> bool:
+    return struct.pack("<d", value)[7] >= 0x80
 
 
 def float64_json(value: float) -> bytes:
     """Shortest round-trip text of a double, as C++ ``std::to_chars``."""
-    special = _special(value)
-    if special is not None:
-        return special
-    digits, exp = _digits(repr(abs(value)))
-    return _shortest(digits, exp, value < 0)
+    r = repr(value)
+    sign = ""
+    if r[0] == "-":
+        sign, r = "-", r[1:]
+    first = r[0]
+    if first == "i" or first == "n" or value == 0:
+        return _special(value)
+    mantissa, _, exp = r.partition("e")
+    if exp:
+        # repr is scientific for < 1e-4 (to_chars too) and >= 1e16 (fixed when short)
+        if exp[0] == "-":
+            return (sign + r).encode()
+        digits = mantissa.replace(".", "")
+        e = int(exp) - len(digits) + 1
+        if _fixed_wins(len(digits), e):
+            return b"%d" % int(value)
+        return (sign + r).encode()
+    whole, _, frac = r.partition(".")
+    if frac == "0":  # a whole number below 1e16: its repr digits are exact
+        digits = whole.rstrip("0")
+        e = len(whole) - len(digits)
+        if _fixed_wins(len(digits), e):
+            return (sign + whole).encode()
+        return _format(digits, e, sign, value)
+    if whole != "0":
+        return (sign + r).encode()
+    digits = frac.lstrip("0")
+    return _format(digits, -len(frac), sign, value)
 
 
 def float32_json(value: float) -> bytes:
-    """Shortest text that round-trips through a 32-bit float."""
-    special = _special(value)
-    if special is not None:
-        return special
-    a = _F32.unpack(_F32.pack(abs(value)))[0]
-    for precision in range(9):
-        text = "%.*e" % (precision, a)
-        try:
-            if _F32.unpack(_F32.pack(float(text)))[0] == a:
-                break
-        except OverflowError:  # rounded past FLT_MAX
-            continue
-    digits, exp = _digits(text)
-    return _shortest(digits, exp, value < 0)
+    """Shortest text that reads back as the same 32-bit float (``value`` is rounded to
+    float32 first)."""
+    return float32_bits_json(_U32.unpack(_F32.pack(value))[0])
 
 
 def float32_bits_json(bits: int) -> bytes:
     """A float32 given as its 32 raw bits."""
-    return float32_json(_F32.unpack(struct.pack("=I", bits & 0xFFFFFFFF))[0])
+    bits &= 0xFFFFFFFF
+    value = _F32.unpack(_U32.pack(bits))[0]
+    magnitude = abs(value)
+    if magnitude >= _FLT_MIN:
+        if magnitude == float("inf"):
+            return b'"-inf"' if bits >> 31 else b'"inf"'
+        # <= 6 significant digits in the double's shortest form: they are also the
+        # float32's shortest (6-digit steps exceed a float32's rounding interval)
+        if len(repr(magnitude)) <= 7:
+            return float64_json(value)
+    elif value != value:
+        return b'"-nan"' if bits >> 31 else b'"nan"'
+    elif value == 0:
+        return b"-0" if bits >> 31 else b"0"
+    t, e = _f32_shortest(bits)
+    return _format(str(t), e, "-" if bits >> 31 else "", value)
+
+
+def _f32_shortest(bits: int) -> tuple[int, int]:
+    """(t, e): the shortest decimal t * 10**e inside the float32's rounding interval
+    (the one closest to the value; ties to even t), t not a multiple of 10."""
+    frac = bits & 0x7FFFFF
+    bexp = (bits >> 23) & 0xFF
+    if bexp:
+        m, e2 = frac | 0x800000, bexp - 152  # value = 4m * 2**e2
+    else:
+        m, e2 = frac, -151
+    v = m << 2
+    hi = v + 2
+    lo = v - 1 if frac == 0 and bexp > 1 else v - 2  # lower gap halves at a binade start
+    closed = not m & 1  # round-half-even reads a boundary back to an even mantissa
+
+    def candidates(j: int) -> tuple[int, int, int, int]:
+        """(t_lo, t_hi, t_near) multiples of 10**j in the interval, and the nearest."""
+        num2 = 1 << e2 if e2 > 0 else 1
+        den = 1 << -e2 if e2 < 0 else 1
+        if j >= 0:
+            den *= 10 ** j
+        else:
+            num2 *= 10 ** -j
+        a, b, c = lo * num2, hi * num2, v * num2
+        t_lo, r = divmod(a, den)
+        if r or not closed:
+            t_lo += 1
+        t_hi, r = divmod(b, den)
+        if not r and not closed:
+            t_hi -= 1
+        q, r = divmod(c, den)
+        if 2 * r > den or (2 * r == den and q & 1):
+            q += 1
+        return t_lo, t_hi, q, den
+
+    # start where the interval (about 4 * 2**e2 wide) holds a few multiples of 10**j
+    j = ((e2 + 2) * 30103) // 100000 - 1
+    t_lo, t_hi, q, _ = candidates(j)
+    while t_lo > t_hi:
+        j -= 1
+        t_lo, t_hi, q, _ = candidates(j)
+    while True:
+        n_lo, n_hi, n_q, _ = candidates(j + 1)
+        if n_lo > n_hi:
+            break
+        j, t_lo, t_hi, q = j + 1, n_lo, n_hi, n_q
+    t = min(max(q, t_lo), t_hi)
+    return t, j
