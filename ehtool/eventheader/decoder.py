@@ -5,80 +5,109 @@ reference ``EventEnumerator`` + ``EventFormatter``:
 
 * ``None`` when the event is not EventHeader by perf-decode's rules (short
   data, unknown flags, a name without ``_L<level>K<keyword>``, a level that
-  differs from the name's, no metadata extension); the caller then shows it
-  as a plain tracepoint;
-* ``EventHeaderError`` when it is EventHeader but malformed midway (bad
-  metadata, a value running past the data, nesting deeper than 8);
+  differs from the name's, bad extension blocks, no metadata extension); the
+  caller then shows it as a plain tracepoint;
+* ``EventHeaderError`` (a ValueError) when it is EventHeader but malformed
+  midway (bad metadata, a value running past the data, limits);
 * else a :class:`DecodedEvent` with the JSON pieces.
 
-The metadata of an event is parsed once (cached by its bytes) into a tree of
-:class:`~ehtool.eventheader.grammar.FieldDef`; each node gets a render
-function built once, so a cache hit costs one dict lookup and the payload
-reads.
+Speed: each distinct metadata is compiled once into a generated renderer
+(:mod:`ehtool.eventheader.plan`). On top of that, the first 12 bytes of an
+event (header + first extension header) are a cache key per tracepoint name:
+a hit already knows everything the header says (name, meta JSON, flags) and
+only has to check that the metadata bytes are the ones it compiled
+(``bytes.startswith``) before running the renderer on the payload.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
-from ehtool.eventheader.enums import FieldEncoding as E
-from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.eventheader.grammar import (
     EventHeaderError,
-    FieldDef,
     parse_extensions,
-    parse_metadata,
 )
+from ehtool.eventheader.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.output import values as v
 from ehtool.output.style import JsonStyle
 
-__all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError"]
-
-#: render(data, pos) -> (json bytes, new pos)
-Render = Callable[[bytes, int], tuple[bytes, int]]
+__all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
 
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
-_NUMERIC_FORMATS = {
-    F.UNSIGNED_INT: (1, 2, 4, 8), F.SIGNED_INT: (1, 2, 4, 8), F.HEX_INT: (1, 2, 4, 8),
-    F.ERRNO: (4,), F.PID: (4,), F.TIME: (4, 8), F.BOOLEAN: (1, 2, 4), F.FLOAT: (4, 8),
-    F.UUID: (16,), F.PORT: (2,), F.IP_ADDRESS: (4, 16), F.IP_ADDRESS_OBSOLETE: (4, 16),
-}
-_STRING_FORMATS = frozenset((F.STRING_UTF, F.STRING_UTF_BOM, F.STRING_XML, F.STRING_JSON))
-_FIXED_SIZES = {E.VALUE8: 1, E.VALUE16: 2, E.VALUE32: 4, E.VALUE64: 8, E.VALUE128: 16}
-_UNIT_SIZES = {
-    E.ZSTRING_CHAR8: 1, E.ZSTRING_CHAR16: 2, E.ZSTRING_CHAR32: 4,
-    E.STRING_LENGTH16_CHAR8: 1, E.STRING_LENGTH16_CHAR16: 2, E.STRING_LENGTH16_CHAR32: 4,
-    E.BINARY_LENGTH16_CHAR8: 1,
-}
+_HEADER = {True: struct.Struct("<BBHHBB"), False: struct.Struct(">BBHHBB")}
+_EXTENSION = {True: struct.Struct("<HH"), False: struct.Struct(">HH")}
+_META_KEYS = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
+              "relatedActivity")
+
+
+class EventInfo:
+    """What the header, the tracepoint name and the metadata say: shared by all events
+    with the same header bytes and metadata."""
+
+    __slots__ = ("tracepoint", "provider", "event_name", "attributes", "options", "flags",
+                 "version", "id", "tag", "opcode", "level", "keyword", "name_json", "meta",
+                 "plan")
+
+    def __init__(self, tracepoint: str, provider: str, options: str, keyword: int,
+                 header: tuple[int, ...], plan: Plan, name_json: bytes, meta: bytes) -> None:
+        self.tracepoint = tracepoint
+        self.provider = provider
+        self.event_name = plan.event_name.decode("utf-8", "replace")
+        #: the metadata event name's ``;key=value`` attributes (``""`` when none)
+        self.attributes = plan.attributes.decode("utf-8", "replace")
+        self.options = options
+        self.flags, self.version, self.id, self.tag, self.opcode, self.level = header
+        self.keyword = keyword
+        self.name_json = name_json
+        self.meta = meta
+        self.plan = plan
 
 
 class DecodedEvent:
-    """The JSON pieces and header facts of one decoded EventHeader event."""
+    """One decoded EventHeader event.
 
-    __slots__ = ("name_json", "fields", "meta", "provider", "event_name", "options", "flags",
-                 "version", "id", "tag", "opcode", "level", "keyword", "activity",
-                 "related_activity")
+    ``name_json`` (``"Provider:Event"``), ``fields`` (every member prefixed with
+    the style's separator) and ``meta`` (the EventHeader meta members, each
+    prefixed with the separator) are JSON bytes; ``activity`` and
+    ``related_activity`` are 16 raw bytes or None; the header facts are
+    attributes too (``provider``, ``event_name``, ``level``, ``keyword``, ...).
+    """
 
-    def __init__(self, name_json: bytes, fields: bytes, meta: bytes, provider: str,
-                 event_name: str, options: str, flags: int, version: int, id: int, tag: int,
-                 opcode: int, level: int, keyword: int, activity: bytes | None,
-                 related_activity: bytes | None) -> None:
+    __slots__ = ("name_json", "fields", "meta", "info", "activity", "related_activity")
+
+    def __init__(self, name_json: bytes, fields: bytes, meta: bytes, info: EventInfo,
+                 activity: bytes | None, related_activity: bytes | None) -> None:
         self.name_json = name_json
         self.fields = fields
         self.meta = meta
-        self.provider = provider
-        self.event_name = event_name
-        self.options = options
-        self.flags = flags
-        self.version = version
-        self.id = id
-        self.tag = tag
-        self.opcode = opcode
-        self.level = level
-        self.keyword = keyword
+        self.info = info
         self.activity = activity
         self.related_activity = related_activity
+
+    provider = property(lambda self: self.info.provider)
+    event_name = property(lambda self: self.info.event_name)
+    attributes = property(lambda self: self.info.attributes)
+    options = property(lambda self: self.info.options)
+    flags = property(lambda self: self.info.flags)
+    version = property(lambda self: self.info.version)
+    id = property(lambda self: self.info.id)
+    tag = property(lambda self: self.info.tag)
+    opcode = property(lambda self: self.info.opcode)
+    level = property(lambda self: self.info.level)
+    keyword = property(lambda self: self.info.keyword)
+
+    def values(self) -> list[tuple[str, object]]:
+        """The fields as Python values, in order: ``(name, value)`` pairs as the JSON
+        shows them (names with any ``;tag=``), structs as lists of pairs, arrays as
+        lists; duplicate names are kept."""
+        import json
+
+        text = self.fields.lstrip(b", ")
+        return json.loads(b"{" + text + b"}", object_pairs_hook=list) if text else []
+
+    def __repr__(self) -> str:
+        return (f"DecodedEvent({self.name_json.decode('utf-8', 'replace')}, "
+                f"fields={self.fields[:60]!r})")
 
 
 class _NameInfo:
@@ -103,6 +132,8 @@ def _parse_name(name: str) -> _NameInfo | None:
     if cut < 0:
         return None
     raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) >= 256:
+        return None
     pos = len(name[: cut + 1].encode("utf-8", "surrogateescape"))
     if pos >= len(raw) or raw[pos] != ord("L"):
         return None
@@ -135,293 +166,179 @@ class EventHeaderDecoder:
     def __init__(self, style: JsonStyle) -> None:
         self.style = style
         self._names: dict[str, _NameInfo | None] = {}
-        self._plans: dict[tuple[bool, bytes], tuple[bytes, str, Render]] = {}
-        self._metas: dict[tuple, bytes] = {}
+        self._plans: dict[tuple[bool, bytes], Plan | EventHeaderError] = {}
+        self._infos: dict[tuple, EventInfo] = {}
+        # tracepoint name -> first 12 event bytes -> (metadata bytes expected at byte 12
+        # or after the activity id, activity size, payload offset, render, info)
+        self._fast: dict[str, dict[bytes, tuple]] = {}
         s = style
-        self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in (
-            "id", "version", "level", "keyword", "opcode", "tag", "activity",
-            "relatedActivity")}
+        self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in _META_KEYS}
 
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
                offset: int = 0) -> DecodedEvent | None:
         """Decode ``data[offset:]``; see the module docstring for None and errors."""
-        if not isinstance(data, bytes):
+        parts = self.decode_parts(tracepoint_name, data, offset)
+        return None if parts is None else DecodedEvent(*parts)
+
+    def decode_parts(self, tracepoint_name: str, data: bytes | memoryview,
+                     offset: int = 0) -> tuple | None:
+        """:meth:`decode` without building the object (the formatter's hot path):
+        ``(name_json, fields, meta, info, activity, related_activity)`` or None."""
+        if type(data) is not bytes:
             data = bytes(data)
+        per_name = self._fast.get(tracepoint_name)
+        if per_name is not None:
+            hit = per_name.get(data[offset:offset + 12])
+            if hit is not None:
+                if type(hit) is not tuple:
+                    hit = self._candidate(hit, data, offset)
+                    if hit is None:
+                        return self._decode_slow(tracepoint_name, data, offset)
+                expect, activity_size, skip, render, info = hit
+                if not activity_size:
+                    if data.startswith(expect, offset + 12):
+                        return (info.name_json, render(data, offset + skip, offset), info.meta,
+                                info, None, None)
+                elif data.startswith(expect, offset + 12 + activity_size):
+                    return self._with_activity(data, offset, hit)
+        return self._decode_slow(tracepoint_name, data, offset)
+
+    @staticmethod
+    def _candidate(hits: dict | list, data: bytes, offset: int) -> tuple | None:
+        """The entry whose metadata this event has, among several with the same first
+        12 bytes (a dict by metadata without activity id, else a list)."""
+        if type(hits) is dict:
+            size = len(next(iter(hits)))
+            return hits.get(data[offset + 12:offset + 12 + size])
+        for hit in hits:
+            if data.startswith(hit[0], offset + 12 + hit[1]):
+                return hit
+        return None
+
+    def _with_activity(self, data: bytes, offset: int, hit: tuple) -> tuple:
+        expect, activity_size, skip, render, info = hit
+        activity = data[offset + 12:offset + 28]
+        related = data[offset + 28:offset + 44] if activity_size == 32 else None
+        return (info.name_json, render(data, offset + skip, offset),
+                self._activity_meta(info.meta, activity, related), info, activity, related)
+
+    def _decode_slow(self, tracepoint_name: str, data: bytes, offset: int) -> tuple | None:
+        """Full checks; remembers the event's layout for the fast path when it can."""
         if len(data) - offset < 8:
             return None
-        info = self._names.get(tracepoint_name, False)
-        if info is False:
-            info = self._names[tracepoint_name] = _parse_name(tracepoint_name)
-        if info is None:
+        name = self._names.get(tracepoint_name, False)
+        if name is False:
+            if len(self._names) >= PLAN_CACHE_MAX:
+                self._names.clear()
+            name = self._names[tracepoint_name] = _parse_name(tracepoint_name)
+        if name is None:
             return None
-        flags, version = data[offset], data[offset + 1]
+        flags = data[offset]
         if flags & ~0x07:
             return None
         little = bool(flags & 0x02)
-        ident, tag, opcode, level = struct.unpack_from("<HHBB" if little else ">HHBB", data,
-                                                       offset + 2)
-        if level != info.level:
+        header = _HEADER[little].unpack_from(data, offset)
+        if header[5] != name.level:
             return None
-        pos = offset + 8
-        metadata = activity = None
-        if flags & 0x04:
-            try:
-                metadata, activity, pos = parse_extensions(data, pos, little)
-            except EventHeaderError:
-                return None  # StartEvent fails: not shown as EventHeader
+        if not flags & 0x04:
+            return None  # no extension, so no metadata
+        try:
+            metadata, activity, pos = parse_extensions(data, offset + 8, little)
+        except EventHeaderError:
+            return None  # StartEvent fails: not shown as EventHeader
         if metadata is None:
             return None
+        plan = self._plan(metadata, little)
+        info = self._info(tracepoint_name, name, header, plan)
+        related = activity[16:32] if activity is not None and len(activity) == 32 else None
+        act = activity[:16] if activity is not None else None
+        self._remember(tracepoint_name, data, offset, little, metadata, activity, pos, info)
+        meta = info.meta if act is None else self._activity_meta(info.meta, act, related)
+        return info.name_json, plan.render(data, pos, offset), meta, info, act, related
+
+    def _plan(self, metadata: bytes, little: bool) -> Plan:
         key = (little, metadata)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._compile(metadata, little)
-        event_name_json, event_name, render = plan
-        fields, _ = render(data, pos)
-        related = activity[16:32] if activity is not None and len(activity) == 32 else None
-        act = activity[:16] if activity is not None else None
-        return DecodedEvent(
-            info.provider_json + b":" + event_name_json, fields,
-            self._meta(ident, version, level, info.keyword, opcode, tag, act, related),
-            info.provider, event_name, info.options, flags, version, ident, tag, opcode, level,
-            info.keyword, act, related)
+            if len(self._plans) >= PLAN_CACHE_MAX:
+                self._plans.clear()
+                self._infos.clear()
+                self._fast.clear()
+            try:
+                plan = compile_plan(metadata, little, self.style)
+            except EventHeaderError as exc:
+                plan = exc
+            self._plans[key] = plan
+        if isinstance(plan, EventHeaderError):
+            raise EventHeaderError(str(plan))
+        return plan
+
+    def _info(self, tracepoint: str, name: _NameInfo, header: tuple[int, ...],
+              plan: Plan) -> EventInfo:
+        key = (tracepoint, header, id(plan))
+        info = self._infos.get(key)
+        if info is None:
+            flags, version, ident, tag, opcode, level = header
+            info = self._infos[key] = EventInfo(
+                tracepoint, name.provider, name.options, name.keyword, header, plan,
+                name.provider_json + b":" + plan.event_name_json,
+                self._header_meta(ident, version, level, name.keyword, opcode, tag))
+        return info
+
+    def _remember(self, tracepoint: str, data: bytes, offset: int, little: bool,
+                  metadata: bytes, activity: bytes | None, pos: int, info: EventInfo) -> None:
+        """Fast-path entry for events whose extensions are [activity id,] metadata."""
+        ext = _EXTENSION[little]
+        size, kind = ext.unpack_from(data, offset + 8)
+        if kind == 1 and size == len(metadata):
+            expect, activity_size = metadata, 0
+        elif activity is not None and kind == 0x8002 and size == len(activity):
+            # then exactly one more extension: the metadata, not chained
+            expect, activity_size = data[offset + 12 + size:pos], size
+            if ext.unpack_from(expect) != (len(metadata), 1) or expect[4:] != metadata:
+                return
+        else:
+            return
+        first = data[offset:offset + 12]
+        per_name = self._fast.setdefault(tracepoint, {})
+        if len(per_name) >= PLAN_CACHE_MAX:
+            per_name.clear()
+        entry = (expect, activity_size, pos - offset, info.plan.render, info)
+        known = per_name.get(first)
+        if known is None or type(known) is tuple and known[0] == expect:
+            per_name[first] = entry
+        elif activity_size:
+            listed = [known] if type(known) is tuple else known
+            per_name[first] = [entry, *listed[:15]]
+        else:
+            table = {known[0]: known} if type(known) is tuple else known
+            if len(table) >= 256:
+                table.clear()
+            table[expect] = entry
+            per_name[first] = table
 
     # -- meta -------------------------------------------------------------------
 
-    def _meta(self, ident: int, version: int, level: int, keyword: int, opcode: int, tag: int,
-              activity: bytes | None, related: bytes | None) -> bytes:
-        key = (ident, version, level, keyword, opcode, tag)
-        base = self._metas.get(key)
-        if base is None:
-            k = self._meta_keys
-            parts = []
-            if ident:
-                parts.append(k["id"] + b"%d" % ident)
-            if version:
-                parts.append(k["version"] + b"%d" % version)
-            if level:
-                parts.append(k["level"] + b"%d" % level)
-            if keyword:
-                parts.append(k["keyword"] + v.hex_int(keyword))
-            if opcode:
-                parts.append(k["opcode"] + b"%d" % opcode)
-            if tag:
-                parts.append(k["tag"] + v.hex_int(tag))
-            base = self._metas[key] = b"".join(parts)
-        if activity is None:
-            return base
+    def _header_meta(self, ident: int, version: int, level: int, keyword: int, opcode: int,
+                     tag: int) -> bytes:
+        k = self._meta_keys
+        parts = []
+        if ident:
+            parts.append(k["id"] + b"%d" % ident)
+        if version:
+            parts.append(k["version"] + b"%d" % version)
+        if level:
+            parts.append(k["level"] + b"%d" % level)
+        if keyword:
+            parts.append(k["keyword"] + v.hex_int(keyword))
+        if opcode:
+            parts.append(k["opcode"] + b"%d" % opcode)
+        if tag:
+            parts.append(k["tag"] + v.hex_int(tag))
+        return b"".join(parts)
+
+    def _activity_meta(self, base: bytes, activity: bytes, related: bytes | None) -> bytes:
         extra = self._meta_keys["activity"] + v.uuid_json(activity)
         if related is not None:
             extra += self._meta_keys["relatedActivity"] + v.uuid_json(related)
         return base + extra
-
-    # -- plan ---------------------------------------------------------------------
-
-    def _compile(self, metadata: bytes, little: bool) -> tuple[bytes, str, Render]:
-        name, defs = parse_metadata(metadata, little)
-        event_name = name.split(b";", 1)[0]
-        event_name_json = v.utf8_json(event_name)[1:]
-        members = [self._member(d, little, 1) for d in defs]
-        sep = self.style.sep
-
-        def render(data: bytes, pos: int) -> tuple[bytes, int]:
-            out = []
-            for m in members:
-                text, pos = m(data, pos)
-                out.append(sep + text)
-            return b"".join(out), pos
-
-        return event_name_json, event_name.decode("utf-8", "replace"), render
-
-    def _member(self, d: FieldDef, little: bool, depth: int) -> Render:
-        """Render ``"name": value`` for one field definition."""
-        s = self.style
-        name = d.name
-        if d.tag and s.field_tags:
-            name += b";tag=0x%X" % d.tag
-        key = v.utf8_json(name) + s.colon
-        size = _FIXED_SIZES.get(d.encoding)
-        if size is not None and d.array is None:
-            text = _fixed_text(size, d.format, little)
-
-            def scalar(data: bytes, pos: int) -> tuple[bytes, int]:
-                end = pos + size
-                if end > len(data):
-                    raise EventHeaderError(f"field {d.name!r} runs past the data")
-                return key + text(data[pos:end]), end
-            return scalar
-        value = self._value(d, little, depth)
-
-        def member(data: bytes, pos: int) -> tuple[bytes, int]:
-            text, pos = value(data, pos)
-            return key + text, pos
-
-        return member
-
-    def _value(self, d: FieldDef, little: bool, depth: int) -> Render:
-        s = self.style
-        if d.encoding == E.STRUCT:
-            if depth > 8:
-                raise_ = EventHeaderError("struct nesting deeper than 8")
-
-                def too_deep(data: bytes, pos: int) -> tuple[bytes, int]:
-                    raise raise_
-                element: Render = too_deep
-            else:
-                members = [self._member(m, little, depth + 1) for m in d.members]
-                obj_open, first, sep, close, empty = (b"{", s.first, s.sep, s.close_obj,
-                                                      s.empty_obj)
-
-                def element(data: bytes, pos: int) -> tuple[bytes, int]:
-                    if not members:
-                        return empty, pos
-                    out = []
-                    for m in members:
-                        text, pos = m(data, pos)
-                        out.append(text)
-                    return obj_open + first + sep.join(out) + close, pos
-        else:
-            element = _scalar(d.encoding, d.format, little)
-        if d.array is None:
-            return element
-        return _array(element, d, little, s)
-
-
-def _array(element: Render, d: FieldDef, little: bool, s: JsonStyle) -> Render:
-    count_fmt = struct.Struct("<H" if little else ">H")
-    fixed = d.array  # an int for carray, 0 for varray
-    open_, first, sep, close, empty = b"[", s.first, s.sep, s.close_arr, s.empty_arr
-
-    def array(data: bytes, pos: int) -> tuple[bytes, int]:
-        if fixed:
-            count = fixed
-        else:
-            if pos + 2 > len(data):
-                raise EventHeaderError(f"array count of {d.name!r} past the end of the data")
-            count = count_fmt.unpack_from(data, pos)[0]
-            pos += 2
-        if not count:
-            return empty, pos
-        out = []
-        for _ in range(count):
-            text, pos = element(data, pos)
-            out.append(text)
-        return open_ + first + sep.join(out) + close, pos
-
-    return array
-
-
-def _scalar(encoding: int, fmt: int, little: bool) -> Render:
-    """Render one value of ``encoding`` with ``fmt`` (reference EventFormatter rules)."""
-    size = _FIXED_SIZES.get(encoding)
-    if size is not None:
-        text = _fixed_text(size, fmt, little)
-
-        def fixed(data: bytes, pos: int) -> tuple[bytes, int]:
-            end = pos + size
-            if end > len(data):
-                raise EventHeaderError(f"a {size}-byte value at offset {pos} runs past the data")
-            return text(data[pos:end]), end
-        return fixed
-
-    unit = _UNIT_SIZES.get(encoding)
-    if unit is None:
-        raise EventHeaderError(f"unsupported field encoding {encoding}")
-    text = _string_text(encoding, unit, fmt, little)
-    if encoding in (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32):
-        nul = b"\0" * unit
-
-        def zstring(data: bytes, pos: int) -> tuple[bytes, int]:
-            end = pos
-            if unit == 1:
-                end = data.find(b"\0", pos)
-            else:
-                while True:
-                    end = data.find(nul, end)
-                    if end < 0 or (end - pos) % unit == 0:
-                        break
-                    end += 1
-            if end < 0:
-                raise EventHeaderError(f"string at offset {pos} has no terminator")
-            return text(data[pos:end]), end + unit
-        return zstring
-
-    count_fmt = struct.Struct("<H" if little else ">H")
-
-    def counted(data: bytes, pos: int) -> tuple[bytes, int]:
-        if pos + 2 > len(data):
-            raise EventHeaderError(f"length at offset {pos} runs past the data")
-        start = pos + 2
-        end = start + count_fmt.unpack_from(data, pos)[0] * unit
-        if end > len(data):
-            raise EventHeaderError(f"string at offset {pos} runs past the data")
-        return text(data[start:end]), end
-    return counted
-
-
-def _fixed_text(size: int, fmt: int, little: bool) -> Callable[[bytes], bytes]:
-    """Formatter of a ``size``-byte value (valueN encodings, and counted data of that size)."""
-    order = "little" if little else "big"
-    sizes = _NUMERIC_FORMATS.get(fmt)
-    if size == 16:
-        if fmt == F.UUID:
-            return v.uuid_json
-        if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-            return v.ipv6_json
-        return v.hex_bytes
-    if fmt == F.HEX_BYTES:
-        return v.hex_bytes
-    if fmt == F.STRING8 and size == 1:
-        return v.latin1_json
-    if fmt == F.STRING_UTF and size in (2, 4):
-        return (lambda b: v.utf16_json(b, not little)) if size == 2 else (
-            lambda b: v.utf32_json(b, not little))
-    if sizes is None or size not in sizes or fmt in (F.UUID,):
-        fmt = F.UNSIGNED_INT
-    if fmt == F.UNSIGNED_INT:
-        return lambda b: b"%d" % int.from_bytes(b, order)
-    if fmt in (F.SIGNED_INT, F.PID):
-        return lambda b: b"%d" % int.from_bytes(b, order, signed=True)
-    if fmt == F.HEX_INT:
-        return lambda b: b'"0x%X"' % int.from_bytes(b, order)
-    if fmt == F.ERRNO:
-        return lambda b: v.errno_json(int.from_bytes(b, order))
-    if fmt == F.TIME:
-        return lambda b: v.time_json(int.from_bytes(b, order, signed=True))
-    if fmt == F.BOOLEAN:
-        return lambda b: v.boolean_json(int.from_bytes(b, order), size)
-    if fmt == F.FLOAT:
-        unpack = struct.Struct(("<" if little else ">") + ("f" if size == 4 else "d")).unpack
-        render = v.float32_json if size == 4 else v.float64_json
-        return lambda b: render(unpack(b)[0])
-    if fmt == F.PORT:
-        return v.port_json
-    if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-        return v.ipv4_json
-    return lambda b: b"%d" % int.from_bytes(b, order)
-
-
-def _string_text(encoding: int, unit: int, fmt: int, little: bool) -> Callable[[bytes], bytes]:
-    """Formatter of string/binary data (the bytes without count or terminator)."""
-    big = not little
-    counted8 = encoding in (E.STRING_LENGTH16_CHAR8, E.BINARY_LENGTH16_CHAR8)
-    if counted8 and fmt in _NUMERIC_FORMATS:
-        default = v.hex_bytes if encoding == E.BINARY_LENGTH16_CHAR8 else v.utf8_json
-        by_size = {n: _fixed_text(n, fmt, little) for n in _NUMERIC_FORMATS[fmt]}
-
-        def sized(b: bytes) -> bytes:
-            if not b:
-                return b"null"
-            render = by_size.get(len(b))
-            return render(b) if render is not None else default(b)
-        return sized
-    if fmt == F.DEFAULT:
-        fmt = F.HEX_BYTES if encoding == E.BINARY_LENGTH16_CHAR8 else F.STRING_UTF
-    if fmt == F.HEX_BYTES:
-        return v.hex_bytes
-    if fmt == F.STRING8 and unit == 1:
-        return v.latin1_json
-    if fmt in (F.STRING_UTF_BOM, F.STRING_XML, F.STRING_JSON):
-        return lambda b: v.bom_string_json(b, unit, big)
-    if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
-        return v.hex_bytes
-    return lambda b: v.string_json(b, unit, big)

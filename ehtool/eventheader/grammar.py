@@ -14,7 +14,16 @@ tag, constant-array count.
 
 The per-event hot path (:func:`parse_extensions`) reads headers with
 ``struct`` formats derived from these grammars; metadata is parsed with the
-grammar itself, once per distinct metadata (the decoder caches the result).
+grammar itself, once per distinct metadata (the decoder caches the result),
+and :func:`payload_grammar` turns the parsed field definitions into the
+grammar of the payload, from which ``ehtool.eventheader.plan`` derives its
+generated fast path (tests prove the two agree).
+
+Errors follow the reference ``EventEnumerator``: a malformed field definition
+or a field with both array flags fails every event of that metadata, while an
+invalid encoding, a constant array of 0 elements or a non-array struct of 0
+members only fail an event whose enumeration reaches that field (fields inside
+a zero-length array of structs are skipped); such definitions carry ``error``.
 """
 
 from __future__ import annotations
@@ -34,9 +43,16 @@ from ehtool.eventheader.enums import (
     EXTENSION_KIND_VALUE_MASK,
     FORMAT_CHAIN_FLAG,
     FORMAT_VALUE_MASK,
+    STRUCT_NESTING_LIMIT,
     ExtensionKind,
     FieldEncoding,
+    FieldFormat,
 )
+
+#: the reference enumerator fails an event with more top-level fields than this
+TOP_LEVEL_FIELD_LIMIT = 255
+#: ... or that needs more MoveNext steps than this (perf-decode's default)
+MOVE_NEXT_LIMIT = 4096
 
 
 class EventHeaderError(ValueError):
@@ -86,6 +102,8 @@ class FieldDef:
     tag: int
     array: int | None  # None: scalar; N >= 1: constant array; 0: variable array
     members: list[FieldDef] = field(default_factory=list)
+    #: why an event fails when its enumeration reaches this field (None: it does not)
+    error: str | None = None
 
 
 def header_struct(little_endian: bool) -> struct.Struct:
@@ -153,14 +171,20 @@ def parse_metadata(metadata: bytes, little_endian: bool) -> tuple[bytes, list[Fi
     flat = []
     for raw in parsed.fields:
         enc = raw.encoding
+        name = bytes(raw.name)
         if enc & ENCODING_CARRAY_FLAG and enc & ENCODING_VARRAY_FLAG:
-            raise EventHeaderError(f"field {bytes(raw.name)!r}: both array flags set")
-        if enc & ENCODING_CARRAY_FLAG and raw.array_count == 0:
-            raise EventHeaderError(f"field {bytes(raw.name)!r}: constant array of 0 elements")
+            raise EventHeaderError(f"field {name!r}: both array flags set")
         array = (raw.array_count if enc & ENCODING_CARRAY_FLAG
                  else 0 if enc & ENCODING_VARRAY_FLAG else None)
-        flat.append(FieldDef(bytes(raw.name), enc & ENCODING_VALUE_MASK,
-                             (raw.format or 0) & FORMAT_VALUE_MASK, raw.tag or 0, array))
+        d = FieldDef(name, enc & ENCODING_VALUE_MASK, (raw.format or 0) & FORMAT_VALUE_MASK,
+                     raw.tag or 0, array)
+        if array == 0 and enc & ENCODING_CARRAY_FLAG:
+            d.array, d.error = None, f"field {name!r}: constant array of 0 elements"
+        elif d.encoding == FieldEncoding.INVALID or d.encoding >= FieldEncoding.MAX:
+            d.error = f"field {name!r}: unsupported encoding {d.encoding}"
+        elif d.encoding == FieldEncoding.STRUCT and d.format == 0 and array is None:
+            d.error = f"struct {name!r} with 0 members"
+        flat.append(d)
     fields, used = _tree(flat, 0, len(flat))
     return bytes(parsed.name), fields
 
@@ -172,9 +196,7 @@ def _tree(flat: list[FieldDef], start: int, count: int) -> tuple[list[FieldDef],
     while i < len(flat) and len(out) < count:
         d = flat[i]
         i += 1
-        if d.encoding == FieldEncoding.STRUCT:
-            if d.format == 0:
-                raise EventHeaderError(f"struct {d.name!r} with 0 members")
+        if d.encoding == FieldEncoding.STRUCT and d.format:
             d.members, i = _tree(flat, i, d.format)
         out.append(d)
     return out, i
@@ -183,3 +205,70 @@ def _tree(flat: list[FieldDef], start: int, count: int) -> tuple[list[FieldDef],
 def build_metadata(name: bytes, fields: list[dict], little_endian: bool = True) -> bytes:
     """Build metadata bytes with the grammar (used by tests to cross-check the encoder)."""
     return grammar(little_endian)["metadata"].build({"name": name, "fields": fields})
+
+
+# -- payload -------------------------------------------------------------------
+
+_VALUE_SIZES = {FieldEncoding.VALUE8: 1, FieldEncoding.VALUE16: 2, FieldEncoding.VALUE32: 4,
+                FieldEncoding.VALUE64: 8}
+
+
+def raw_bytes_value(size: int, fmt: int) -> bool:
+    """Whether a ``size``-byte value field of format ``fmt`` is rendered from its bytes in
+    stored order (hex bytes, IPv4, port) rather than as a number in the event's order."""
+    return (fmt == FieldFormat.HEX_BYTES
+            or (size == 2 and fmt == FieldFormat.PORT)
+            or (size == 4 and fmt in (FieldFormat.IP_ADDRESS, FieldFormat.IP_ADDRESS_OBSOLETE)))
+
+
+def payload_grammar(fields: list[FieldDef], little_endian: bool) -> c.Construct:
+    """The payload layout of parsed field definitions, as a construct grammar.
+
+    Parses into a list with one item per top-level field: an int (value8..64 as
+    unsigned numbers in the event's byte order), bytes (value128, raw-byte
+    formats, char8 strings without their terminator or count), a list of code
+    units (char16/char32 strings; zero-terminated ones keep their 0), a list
+    (struct members) or a list of elements (arrays). A field the reference
+    decoder refuses when it reaches it parses as ``construct.Error``. Bytes after
+    the last field (perf's padding) are ignored.
+    """
+    if len(fields) > TOP_LEVEL_FIELD_LIMIT:
+        return c.Error
+    return c.Sequence(*[_field_grammar(d, little_endian, 1) for d in fields])
+
+
+def _field_grammar(d: FieldDef, little: bool, depth: int) -> c.Construct:
+    if d.error is not None:
+        return c.Error
+    if d.encoding == FieldEncoding.STRUCT:
+        if depth > STRUCT_NESTING_LIMIT:
+            element: c.Construct = c.Error
+        else:
+            element = c.Sequence(*[_field_grammar(m, little, depth + 1) for m in d.members])
+    else:
+        element = _scalar_grammar(d.encoding, d.format, little)
+    if d.array is None:
+        return element
+    u16 = c.Int16ul if little else c.Int16ub
+    return c.PrefixedArray(u16, element) if d.array == 0 else c.Array(d.array, element)
+
+
+def _scalar_grammar(encoding: int, fmt: int, little: bool) -> c.Construct:
+    E = FieldEncoding
+    ints = {1: c.Int8ul, 2: c.Int16ul, 4: c.Int32ul, 8: c.Int64ul} if little else {
+        1: c.Int8ub, 2: c.Int16ub, 4: c.Int32ub, 8: c.Int64ub}
+    size = _VALUE_SIZES.get(encoding)
+    if size is not None:
+        return c.Bytes(size) if raw_bytes_value(size, fmt) else ints[size]
+    if encoding == E.VALUE128:
+        return c.Bytes(16)
+    if encoding == E.ZSTRING_CHAR8:
+        return c.NullTerminated(c.GreedyBytes)
+    if encoding in (E.ZSTRING_CHAR16, E.ZSTRING_CHAR32):
+        return c.RepeatUntil(lambda unit, units, ctx: unit == 0,
+                             ints[2 if encoding == E.ZSTRING_CHAR16 else 4])
+    if encoding in (E.STRING_LENGTH16_CHAR8, E.BINARY_LENGTH16_CHAR8):
+        return c.Prefixed(ints[2], c.GreedyBytes)
+    if encoding in (E.STRING_LENGTH16_CHAR16, E.STRING_LENGTH16_CHAR32):
+        return c.PrefixedArray(ints[2], ints[2 if encoding == E.STRING_LENGTH16_CHAR16 else 4])
+    return c.Error

@@ -1,0 +1,557 @@
+"""Decode plans: the field definitions of one metadata compiled into Python code.
+
+:func:`compile_plan` parses a metadata extension with the construct grammar
+(once per distinct metadata; the decoder caches plans) and generates one
+function ``render(data, p, o) -> bytes`` for the payload at ``data[p:]`` (``o``
+is where the EventHeader starts, for error offsets):
+
+* consecutive fixed-size values (also across non-array structs and short
+  constant arrays) are read with ONE precompiled ``struct.Struct.unpack_from``;
+* the output is ONE bytes template (keys, separators and braces precomputed)
+  filled with ``%``: integers go in as ``%d``/``"0x%X"`` directly, everything
+  else through the value formatters of ``ehtool.output.values``;
+* strings, variable arrays and arrays of structs get straight-line code or a
+  loop, in payload order.
+
+The generated code follows the reference ``EventEnumerator``: a field the
+enumerator refuses fails the event only when it is reached, struct nesting is
+limited to 8, more than 255 top-level fields or more than 4096 MoveNext steps
+fail the event, and bytes after the last field (perf's padding) are ignored.
+Failures raise :class:`~ehtool.eventheader.grammar.EventHeaderError`.
+
+:func:`value_formatter` is the generic (slower) formatter of one value from its
+raw bytes; the generated code uses it for rare encoding/format combinations and
+tests use it to check the specialised inline forms.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from functools import partial
+
+from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
+from ehtool.eventheader.enums import FieldEncoding as E
+from ehtool.eventheader.enums import FieldFormat as F
+from ehtool.eventheader.grammar import (
+    MOVE_NEXT_LIMIT,
+    TOP_LEVEL_FIELD_LIMIT,
+    EventHeaderError,
+    FieldDef,
+    parse_metadata,
+)
+from ehtool.output import values as v
+from ehtool.output.style import JsonStyle
+
+__all__ = ["Plan", "compile_plan", "value_formatter"]
+
+Formatter = Callable[[bytes], bytes]
+
+#: formats a counted char8/binary field may carry, with the value sizes they accept
+NUMERIC_FORMATS = {
+    F.UNSIGNED_INT: (1, 2, 4, 8), F.SIGNED_INT: (1, 2, 4, 8), F.HEX_INT: (1, 2, 4, 8),
+    F.ERRNO: (4,), F.PID: (4,), F.TIME: (4, 8), F.BOOLEAN: (1, 2, 4), F.FLOAT: (4, 8),
+    F.UUID: (16,), F.PORT: (2,), F.IP_ADDRESS: (4, 16), F.IP_ADDRESS_OBSOLETE: (4, 16),
+}
+FIXED_SIZES = {E.VALUE8: 1, E.VALUE16: 2, E.VALUE32: 4, E.VALUE64: 8, E.VALUE128: 16}
+UNIT_SIZES = {
+    E.ZSTRING_CHAR8: 1, E.ZSTRING_CHAR16: 2, E.ZSTRING_CHAR32: 4,
+    E.STRING_LENGTH16_CHAR8: 1, E.STRING_LENGTH16_CHAR16: 2, E.STRING_LENGTH16_CHAR32: 4,
+    E.BINARY_LENGTH16_CHAR8: 1,
+}
+_ZSTRINGS = (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32)
+_BOM_FORMATS = (F.STRING_UTF_BOM, F.STRING_XML, F.STRING_JSON)
+#: largest constant array read inline with its neighbours (one variable per element)
+_INLINE_ARRAY_MAX = 16
+#: plans cached per decoder before the cache is emptied (bounds memory on odd inputs)
+PLAN_CACHE_MAX = 4096
+
+
+# -- generic formatters (reference EventFormatter rules) ------------------------
+
+def value_formatter(encoding: int, fmt: int, little: bool) -> Formatter:
+    """JSON of one value from its bytes (no count, no terminator) in event byte order."""
+    size = FIXED_SIZES.get(encoding)
+    if size is not None:
+        return _fixed_text(size, fmt, little)
+    unit = UNIT_SIZES.get(encoding)
+    if unit is None:
+        raise EventHeaderError(f"unsupported field encoding {encoding}")
+    return _string_text(encoding, unit, fmt, little)
+
+
+def _fixed_text(size: int, fmt: int, little: bool) -> Formatter:
+    """Formatter of a ``size``-byte value (valueN, and counted char8 data of that size)."""
+    order = "little" if little else "big"
+    sizes = NUMERIC_FORMATS.get(fmt)
+    if size == 16:
+        if fmt == F.UUID:
+            return v.uuid_json
+        if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
+            return v.ipv6_json
+        return v.hex_bytes
+    if fmt == F.HEX_BYTES:
+        return v.hex_bytes
+    if fmt == F.STRING8 and size == 1:
+        return v.latin1_json
+    if fmt == F.STRING_UTF and size in (2, 4):
+        return partial(v.utf16_json if size == 2 else v.utf32_json, big_endian=not little)
+    if sizes is None or size not in sizes or fmt == F.UUID:
+        fmt = F.UNSIGNED_INT
+    if fmt in (F.SIGNED_INT, F.PID):
+        return lambda b: b"%d" % int.from_bytes(b, order, signed=True)
+    if fmt == F.HEX_INT:
+        return lambda b: b'"0x%X"' % int.from_bytes(b, order)
+    if fmt == F.ERRNO:
+        return lambda b: v.errno_json(int.from_bytes(b, order))
+    if fmt == F.TIME:
+        return lambda b: v.time_json(int.from_bytes(b, order, signed=True))
+    if fmt == F.BOOLEAN:
+        return lambda b: v.boolean_json(int.from_bytes(b, order), size)
+    if fmt == F.FLOAT:
+        unpack = struct.Struct(("<" if little else ">") + ("f" if size == 4 else "d")).unpack
+        render = v.float32_json if size == 4 else v.float64_json
+        return lambda b: render(unpack(b)[0])
+    if fmt == F.PORT:
+        return v.port_json
+    if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
+        return v.ipv4_json
+    return lambda b: b"%d" % int.from_bytes(b, order)
+
+
+def _string_text(encoding: int, unit: int, fmt: int, little: bool) -> Formatter:
+    """Formatter of string/binary data (the bytes without count or terminator)."""
+    big = not little
+    counted8 = encoding in (E.STRING_LENGTH16_CHAR8, E.BINARY_LENGTH16_CHAR8)
+    if counted8 and fmt in NUMERIC_FORMATS:
+        default = v.hex_bytes if encoding == E.BINARY_LENGTH16_CHAR8 else v.utf8_json
+        by_size = {n: _fixed_text(n, fmt, little) for n in NUMERIC_FORMATS[fmt]}
+
+        def sized(b: bytes) -> bytes:
+            if not b:
+                return b"null"
+            render = by_size.get(len(b))
+            return render(b) if render is not None else default(b)
+        return sized
+    if fmt == F.DEFAULT:
+        fmt = F.HEX_BYTES if encoding == E.BINARY_LENGTH16_CHAR8 else F.STRING_UTF
+    if fmt == F.HEX_BYTES:
+        return v.hex_bytes
+    if fmt == F.STRING8 and unit == 1:
+        return v.latin1_json
+    if fmt in _BOM_FORMATS:
+        return partial(v.bom_string_json, unit_size=unit, big_endian=big)
+    if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
+        return v.hex_bytes
+    if unit == 1:
+        return v.utf8_json
+    return partial(v.utf16_json if unit == 2 else v.utf32_json, big_endian=big)
+
+
+# -- helpers called by generated code --------------------------------------------
+
+_LATIN1 = tuple(v.latin1_json(bytes((i,))) for i in range(256))
+
+
+def _zend(data: bytes, p: int, unit: int, o: int) -> int:
+    """Offset of the ``unit``-wide zero terminator of the string at ``p`` (unit-stepped)."""
+    nul = b"\0" * unit
+    end = p
+    while True:
+        end = data.find(nul, end)
+        if end < 0:
+            raise EventHeaderError(f"string at byte {p - o} has no terminator")
+        if (end - p) % unit == 0:
+            return end
+        end += 1
+
+
+def _unpacker(cache: dict[int, Callable], prefix: str, n: int) -> Callable:
+    """``unpack_from`` of ``n`` elements (``prefix`` is byte order + count-less code)."""
+    u = struct.Struct(prefix[0] + str(n) + prefix[1:]).unpack_from
+    if len(cache) < 256:
+        cache[n] = u
+    return u
+
+
+# -- the plan ---------------------------------------------------------------------
+
+class Plan:
+    """A compiled metadata: event name, field tree and the generated renderer."""
+
+    __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render", "source")
+
+    def __init__(self, event_name: bytes, event_name_json: bytes, attributes: bytes,
+                 fields: list[FieldDef], render: Callable[[bytes, int, int], bytes],
+                 source: str) -> None:
+        #: the metadata event name up to its first ``;`` (bytes as stored)
+        self.event_name = event_name
+        #: its JSON string without the opening quote (``name"``)
+        self.event_name_json = event_name_json
+        #: the ``;key=value`` attributes after the name (b"" when none)
+        self.attributes = attributes
+        self.fields = fields
+        self.render = render
+        self.source = source
+
+
+def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
+    """Parse ``metadata`` with the grammar and generate its renderer.
+
+    Raises EventHeaderError for metadata that fails every event (malformed
+    definitions); limits that fail every event give a renderer that raises.
+    """
+    name, defs = parse_metadata(metadata, little)
+    event_name, _, attributes = name.partition(b";")
+    gen = _Generator(style, little)
+    source = gen.function(defs)
+    code = compile(source, f"<eventheader plan {event_name[:40]!r}>", "exec")
+    namespace = dict(gen.ns)
+    exec(code, namespace)
+    return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
+                defs, namespace["render"], source)
+
+
+class _Part:
+    """One template slot: ``piece`` (``%d``, ``%s``, ...) filled with ``expr``."""
+
+    __slots__ = ("piece", "expr")
+
+    def __init__(self, piece: bytes, expr: str) -> None:
+        self.piece = piece
+        self.expr = expr
+
+
+class _Generator:
+    """Emits the source of one ``render`` function."""
+
+    def __init__(self, style: JsonStyle, little: bool) -> None:
+        self.style = style
+        self.little = little
+        self.order = "<" if little else ">"
+        self.ns: dict[str, object] = {
+            "_E": EventHeaderError, "_struct_error": struct.error, "_zend": _zend,
+            "_unpacker": _unpacker, "_L1": _LATIN1, "_errno": v.errno_json,
+            "_time": v.time_json, "_bool": v.boolean_json, "_f32": v.float32_json,
+            "_f64": v.float64_json, "_ipv4": v.ipv4_json, "_ipv6": v.ipv6_json,
+            "_uuid": v.uuid_json, "_hexb": v.hex_bytes,
+            "_H": struct.Struct(self.order + "H").unpack_from,
+        }
+        self.lines: list[str] = []
+        self.count = 0
+        self.consts: dict[tuple[type, object], str] = {}
+        # pending fixed-size reads: struct codes, target variables, total size
+        self.codes: list[str] = []
+        self.targets: list[str] = []
+        self.size = 0
+        self.steps = False  # whether the code counts MoveNext steps in ``k``
+
+    # -- small utilities --
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def const(self, value: object) -> str:
+        key = (type(value), value) if isinstance(value, bytes | str | int) else (
+            type(value), id(value))
+        found = self.consts.get(key)
+        if found is None:
+            found = self.consts[key] = self.name("_c")
+            self.ns[found] = value
+        return found
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def flush(self, indent: int) -> None:
+        """Read the pending fixed-size values with one unpack and advance ``p``."""
+        if not self.codes:
+            return
+        unpack = self.const(struct.Struct(self.order + "".join(self.codes)).unpack_from)
+        self.emit(indent, f"{', '.join(self.targets)}, = {unpack}(data, p)")
+        self.emit(indent, f"p += {self.size}")
+        self.codes, self.targets, self.size = [], [], 0
+
+    def fail(self, indent: int, message: str) -> None:
+        self.flush(indent)
+        self.emit(indent, f"raise _E({message!r})")
+
+    def template(self, parts: list[bytes | _Part]) -> str:
+        """Expression joining ``parts``: one ``%`` of a constant template, or a constant."""
+        pieces, args = [], []
+        for part in parts:
+            if isinstance(part, bytes):
+                pieces.append(part.replace(b"%", b"%%"))
+            else:
+                pieces.append(part.piece)
+                args.append(part.expr)
+        text = b"".join(pieces)
+        if not args:
+            return self.const(text.replace(b"%%", b"%"))
+        if len(args) == 1 and text == b"%s":
+            return args[0]
+        return f"{self.const(text)} % ({', '.join(args)},)"
+
+    # -- the function --
+
+    def function(self, defs: list[FieldDef]) -> str:
+        body_start = len(self.lines)
+        parts: list[bytes | _Part] = []
+        if len(defs) > TOP_LEVEL_FIELD_LIMIT:
+            self.fail(2, f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+            static = 0
+        else:
+            static = self.members(defs, parts, 2, 1, top=True)
+        self.flush(2)
+        result = self.template(parts)
+        body = self.lines[body_start:]
+        del self.lines[body_start:]
+        limit = MOVE_NEXT_LIMIT - 1  # the last MoveNext call finds the end
+        self.emit(0, "def render(data, p, o):")
+        if self.steps:
+            self.emit(1, "k = 0")
+        elif static > limit:
+            self.emit(1, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
+        self.emit(1, "try:")
+        self.lines.extend(body)
+        self.emit(2, f"r = {result}")
+        self.emit(1, "except (_struct_error, IndexError):")
+        self.emit(2, "raise _E('field data runs past the end of the event (byte %d)'"
+                     " % (p - o)) from None")
+        if self.steps:
+            self.emit(1, f"if k > {limit - static}:")
+            self.emit(2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
+        self.emit(1, "return r")
+        return "\n".join(self.lines) + "\n"
+
+    def members(self, defs: list[FieldDef], parts: list[bytes | _Part], indent: int,
+                depth: int, top: bool = False) -> int:
+        """Members of an object (top level: each prefixed with ``sep``); returns the
+        static MoveNext step count."""
+        s = self.style
+        steps = 0
+        for i, d in enumerate(defs):
+            name = d.name
+            if d.tag and s.field_tags:
+                name += b";tag=0x%X" % d.tag
+            prefix = s.sep if top or i else s.first
+            parts.append(prefix + v.utf8_json(name) + s.colon)
+            steps += self.value(d, parts, indent, depth)
+        return steps
+
+    def value(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
+        """Code for one field's value; appends its template parts, returns static steps."""
+        if d.error is not None:
+            self.fail(indent, d.error)
+            return 0
+        if d.array is not None:
+            return self.array(d, parts, indent, depth)
+        if d.encoding == E.STRUCT:
+            return self.struct(d, parts, indent, depth)
+        size = FIXED_SIZES.get(d.encoding)
+        if size is not None:
+            self.fixed(size, d.format, parts)
+        else:
+            parts.append(_Part(b"%s", self.string(d, indent)))
+        return 1
+
+    def struct(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
+        s = self.style
+        if depth > STRUCT_NESTING_LIMIT:
+            self.fail(indent, f"struct {d.name!r} nested deeper than {STRUCT_NESTING_LIMIT}")
+            return 0
+        if not d.members:
+            parts.append(s.empty_obj)
+            return 2
+        parts.append(b"{")
+        steps = self.members(d.members, parts, indent, depth + 1)
+        parts.append(s.close_obj)
+        return 2 + steps
+
+    def fixed(self, size: int, fmt: int, parts: list[bytes | _Part]) -> None:
+        """Queue a fixed-size value for the next combined unpack."""
+        code, piece, expr = _inline_spec(size, fmt, self.little)
+        var = self.name("v")
+        self.codes.append(code)
+        self.targets.append(var)
+        self.size += size
+        self.ns.update(_SPEC_NAMESPACE)
+        parts.append(_Part(piece, expr.format(var)))
+
+    def string(self, d: FieldDef, indent: int) -> str:
+        """Code reading one string/binary value at ``p``; returns its JSON variable."""
+        self.flush(indent)
+        enc = d.encoding
+        unit = UNIT_SIZES[enc]
+        fmt = self.const(_string_text(enc, unit, d.format, self.little))
+        var = self.name("s")
+        end = self.name("e")
+        if enc in _ZSTRINGS:
+            if unit == 1:
+                self.emit(indent, f"{end} = data.find(0, p)")
+                self.emit(indent, f"if {end} < 0:")
+                self.emit(indent + 1, "raise _E('string at byte %d has no terminator' % (p - o))")
+            else:
+                self.emit(indent, f"{end} = _zend(data, p, {unit}, o)")
+            self.emit(indent, f"{var} = {fmt}(data[p:{end}])")
+            self.emit(indent, f"p = {end} + {unit}")
+        else:
+            self.emit(indent, f"{end} = p + 2 + _H(data, p)[0]" + (f" * {unit}" if unit > 1
+                                                                    else ""))
+            self.emit(indent, f"if {end} > len(data):")
+            self.emit(indent + 1, "raise _E('string at byte %d runs past the end of the event'"
+                                  " % (p - o))")
+            self.emit(indent, f"{var} = {fmt}(data[p + 2:{end}])")
+            self.emit(indent, f"p = {end}")
+        return var
+
+    def array(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
+        s = self.style
+        enc = d.encoding
+        size = FIXED_SIZES.get(enc) if enc != E.STRUCT else None
+        n = d.array
+        if size is not None and n and n <= _INLINE_ARRAY_MAX:
+            # a short constant array of fixed-size values: part of the combined unpack
+            parts.append(b"[" + s.first)
+            for i in range(n):
+                if i:
+                    parts.append(s.sep)
+                self.fixed(size, d.format, parts)
+            parts.append(s.close_arr)
+            return 2 + n
+        self.flush(indent)
+        count = str(n)
+        if not n:
+            count = self.name("n")
+            self.emit(indent, f"{count} = _H(data, p)[0]")
+            self.emit(indent, "p += 2")
+            self.steps = True
+        var = self.name("a")
+        opening = self.const(b"[" + s.first)
+        close = self.const(s.close_arr)
+        sep = self.const(s.sep)
+        self.emit(indent, f"if {count}:")
+        inner = indent + 1
+        if size is not None:
+            self.simple_array(size, d.format, count, var, inner)
+        elif enc == E.STRUCT and depth > STRUCT_NESTING_LIMIT:
+            self.fail(inner, f"struct {d.name!r} nested deeper than {STRUCT_NESTING_LIMIT}")
+        else:
+            items = self.name("l")
+            self.emit(inner, f"{items} = []")
+            if enc != E.STRUCT and not n:
+                self.emit(inner, f"k += {count}")
+            self.emit(inner, f"for _ in range({count}):")
+            element: list[bytes | _Part] = []
+            if enc == E.STRUCT:
+                self.steps = True
+                k_at = len(self.lines)
+                self.emit(inner + 1, "")  # the step count goes here
+                if d.members:
+                    element.append(b"{")
+                    per = 2 + self.members(d.members, element, inner + 1, depth + 1)
+                    element.append(s.close_obj)
+                else:
+                    element.append(s.empty_obj)
+                    per = 2
+                self.lines[k_at] = "    " * (inner + 1) + f"k += {per}"
+                self.lines.insert(k_at + 1, "    " * (inner + 1) + f"if k > {MOVE_NEXT_LIMIT}:")
+                self.lines.insert(k_at + 2, "    " * (inner + 2)
+                                  + f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
+            else:
+                element.append(_Part(b"%s", self.string(d, inner + 1)))
+            self.flush(inner + 1)
+            self.emit(inner + 1, f"{items}.append({self.template(element)})")
+            self.emit(inner, f"{var} = {opening} + {sep}.join({items}) + {close}")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"{var} = {self.const(s.empty_arr)}")
+        parts.append(_Part(b"%s", var))
+        if n:
+            return 2 + (n if enc != E.STRUCT else 0)
+        return 2
+
+    def simple_array(self, size: int, fmt: int, count: str, var: str, indent: int) -> None:
+        """A whole array of fixed-size values with one unpack."""
+        s = self.style
+        code, piece, expr = _inline_spec(size, fmt, self.little)
+        self.ns.update(_SPEC_NAMESPACE)
+        if not count.isdigit():
+            self.emit(indent, f"k += {count}")
+        vals = self.name("t")
+        end = self.name("e")
+        self.emit(indent, f"{end} = p + {count} * {size}")
+        if code.endswith("s"):
+            self.emit(indent, f"if {end} > len(data):")
+            self.emit(indent + 1, "raise _E('array at byte %d runs past the end of the event'"
+                                  " % (p - o))")
+            self.emit(indent, f"{vals} = [data[q:q + {size}] for q in range(p, {end}, {size})]")
+        else:
+            cache = self.const({})
+            self.emit(indent, f"{vals} = ({cache}.get({count}) or _unpacker({cache}, "
+                              f"{self.order + code!r}, {count}))(data, p)")
+        self.emit(indent, f"p = {end}")
+        opening = self.const(b"[" + s.first)
+        close = self.const(s.close_arr)
+        sep = self.const(s.sep)
+        if expr == "{}" and piece != b"%s":
+            item = self.const(piece)
+            self.emit(indent, f"{var} = {opening} + {sep}.join([{item} % x for x in {vals}])"
+                              f" + {close}")
+        else:
+            item = expr.format("x")
+            if piece != b"%s":
+                item = f"{self.const(piece)} % ({item})"
+            self.emit(indent, f"{var} = {opening} + {sep}.join([{item} for x in {vals}])"
+                              f" + {close}")
+
+
+#: names the inline expressions below use
+_SPEC_NAMESPACE: dict[str, object] = {
+    "_L1": _LATIN1, "_errno": v.errno_json, "_time": v.time_json, "_bool": v.boolean_json,
+    "_f32": v.float32_json, "_f64": v.float64_json, "_ipv4": v.ipv4_json,
+    "_ipv6": v.ipv6_json, "_uuid": v.uuid_json, "_hexb": v.hex_bytes,
+    "_u16le": partial(v.utf16_json, big_endian=False),
+    "_u16be": partial(v.utf16_json, big_endian=True),
+    "_u32le": partial(v.utf32_json, big_endian=False),
+    "_u32be": partial(v.utf32_json, big_endian=True),
+}
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_SIGNED = {1: "b", 2: "h", 4: "i", 8: "q"}
+
+
+def _inline_spec(size: int, fmt: int, little: bool) -> tuple[str, bytes, str]:
+    """(struct code, template piece, expression of ``{}``) of a fixed-size value; the
+    same rules as :func:`_fixed_text`, checked against it by the tests."""
+    if size == 16:
+        if fmt == F.UUID:
+            return "16s", b"%s", "_uuid({})"
+        if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
+            return "16s", b"%s", "_ipv6({})"
+        return "16s", b"%s", "_hexb({})"
+    if fmt == F.HEX_BYTES:
+        return f"{size}s", b"%s", "_hexb({})"
+    if fmt == F.STRING8 and size == 1:
+        return "B", b"%s", "_L1[{}]"
+    if fmt == F.STRING_UTF and size in (2, 4):
+        return f"{size}s", b"%s", f"_u{size * 8}{'le' if little else 'be'}({{}})"
+    sizes = NUMERIC_FORMATS.get(fmt)
+    if sizes is None or size not in sizes or fmt == F.UUID:
+        fmt = F.UNSIGNED_INT
+    if fmt in (F.SIGNED_INT, F.PID):
+        return _SIGNED[size], b"%d", "{}"
+    if fmt == F.HEX_INT:
+        return _UNSIGNED[size], b'"0x%X"', "{}"
+    if fmt == F.ERRNO:
+        return "I", b"%s", "_errno({})"
+    if fmt == F.TIME:
+        return _SIGNED[size], b"%s", "_time({})"
+    if fmt == F.BOOLEAN:
+        return _UNSIGNED[size], b"%s", f"_bool({{}}, {size})"
+    if fmt == F.FLOAT:
+        return ("f" if size == 4 else "d"), b"%s", "_f32({})" if size == 4 else "_f64({})"
+    if fmt == F.PORT:
+        return "H", b"%d", "(({0} & 255) << 8 | {0} >> 8)" if little else "{}"
+    if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
+        return "4s", b"%s", "_ipv4({})"
+    return _UNSIGNED[size], b"%d", "{}"
