@@ -1,0 +1,58 @@
+"""Hand-built EventHeader events for the decoder tests (metadata built with the grammar)."""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ehtool.eventheader.enums import (
+    ENCODING_CARRAY_FLAG,
+    ENCODING_CHAIN_FLAG,
+    ENCODING_VARRAY_FLAG,
+    FORMAT_CHAIN_FLAG,
+)
+from ehtool.eventheader.grammar import build_metadata
+
+# perf-decode writes code points above U+10FFFF as legacy 5- and 6-byte UTF-8
+# forms; ehtool writes U+FFFD there (ehtool/output/values.py documents it)
+LEGACY_UTF8 = re.compile(
+    rb"[\xf8-\xfb][\x80-\xbf]{4}|[\xfc-\xfd][\x80-\xbf]{5}|\xfe[\x80-\xbf]{6}")
+
+
+def fd(name: bytes, encoding: int, fmt: int | None = None, tag: int = 0,
+       count: int | None = None, varray: bool = False) -> dict:
+    """One field definition for :func:`build_metadata` (flags set from the arguments;
+    ``fmt`` is the format value, or the member count of a struct)."""
+    enc = encoding
+    if fmt is not None or tag:
+        enc |= ENCODING_CHAIN_FLAG
+    if count is not None:
+        enc |= ENCODING_CARRAY_FLAG
+    if varray:
+        enc |= ENCODING_VARRAY_FLAG
+    form = None
+    if enc & ENCODING_CHAIN_FLAG:
+        form = (fmt or 0) | (FORMAT_CHAIN_FLAG if tag else 0)
+    return {"name": name, "encoding": enc, "format": form, "tag": tag or None,
+            "array_count": count}
+
+
+def event(fields: list[dict], payload: bytes, *, name: bytes = b"Ev", little: bool = True,
+          level: int = 5, flags: int | None = None, version: int = 0, ident: int = 0,
+          tag: int = 0, opcode: int = 0, activity: bytes | None = None,
+          activity_after: bool = False, extra_ext: bytes | None = None) -> bytes:
+    """Header + [activity id] + metadata extension (+ optional unknown extension) + payload."""
+    order = "<" if little else ">"
+    if flags is None:
+        flags = 0x05 | (0x02 if little else 0)
+    meta = build_metadata(name, fields, little)
+    exts = [(1, meta)]
+    if activity is not None:
+        exts.insert(len(exts) if activity_after else 0, (2, activity))
+    if extra_ext is not None:
+        exts.insert(0, (0x55, extra_ext))
+    out = struct.pack(order + "BBHHBB", flags, version, ident, tag, opcode, level)
+    for i, (kind, data) in enumerate(exts):
+        chain = 0x8000 if i + 1 < len(exts) else 0
+        out += struct.pack(order + "HH", len(data), kind | chain) + data
+    return out + payload
