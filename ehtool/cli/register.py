@@ -20,9 +20,10 @@ import click
 @click.option("--persist", is_flag=True,
               help="Register with USER_EVENT_REG_PERSIST: the events outlive this process "
                    "until 'ehtool unregister' (needs CAP_PERFMON, Linux 6.7+). Implies "
-                   "--no-wait.")
+                   "--no-wait unless --wait is given.")
 @click.option("--wait/--no-wait", default=None,
-              help="Hold the registrations until SIGINT/SIGTERM (default), or exit at once.")
+              help="Hold the registrations until SIGINT/SIGTERM (the default without "
+                   "--persist), or exit at once.")
 def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str | None,
              levels: str, keywords: str, group: str | None, persist: bool,
              wait: bool | None) -> None:
@@ -56,12 +57,9 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
         if spec.kind is SpecKind.IDENTIFIER:
             raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "
                              "(leading ':'); register takes definitions")
-        if spec.kind is SpecKind.DEFINITION:
-            check_definition(spec.command, spec.source)
+        check_definition(spec.command, spec.source)
     if wait is None:
         wait = not persist
-    if persist and wait:
-        raise UsageError("--persist registers and exits: it cannot be combined with --wait")
 
     with stop_signals() as wait_for_signal, \
             register_all([s.command for s in specs], persist=persist) as regs:

@@ -56,7 +56,7 @@ def parse(name: str) -> TracepointName:
     """Parse an EventHeader tracepoint name; raise ``InvalidNameError`` naming the broken rule."""
     _check_event_name(name)
     cut = name.rfind("_")
-    if cut <= 0:
+    if cut < 0:  # an empty provider ("_L1K1") is accepted, as the reference tools do
         raise InvalidNameError(
             f"{name!r} is not an EventHeader name: it needs a provider, then '_L<level>K<keyword>'"
         )

@@ -30,7 +30,8 @@ def check_definition(command: str, source: str = "") -> None:
                          "characters")
     name, _, fields = command.strip().partition(" ")
     if ":" in name:
-        raise UsageError(f"{where}{name!r}: current kernels accept no ':flags' after the name")
+        raise UsageError(f"{where}{name!r}: current kernels accept no ':flags' after the name"
+                         " (to keep an event after exit, use --persist)")
     for number, raw in enumerate(fields.split(";"), 1):
         text = " ".join(raw.split())
         if not text:
@@ -92,17 +93,26 @@ def register_all(commands: list[str], *, persist: bool = False) -> Iterator[list
 @contextlib.contextmanager
 def stop_signals() -> Iterator[Callable[[], None]]:
     """Catch SIGINT and SIGTERM from the start of the block; yield ``wait()``, which
-    blocks until one of them has arrived (at once if one already did)."""
+    blocks until one of them has arrived (at once if one already did).
+
+    ``wait`` blocks the two signals, re-checks, then ``sigwait``s, so a signal
+    arriving between the check and the wait is not lost.
+    """
+    signals = {signal.SIGINT, signal.SIGTERM}
     caught: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
         caught.append(signum)
 
     def wait() -> None:
-        while not caught:
-            signal.pause()
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+        try:
+            if not caught:
+                caught.append(signal.sigwait(signals))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
-    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    old = {sig: signal.signal(sig, stop) for sig in signals}
     try:
         yield wait
     finally:

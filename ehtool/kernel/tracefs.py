@@ -106,6 +106,30 @@ def read_format(system: str, name: str) -> str:
     return text
 
 
+def read_definition(name: str) -> str:
+    """A user_event's definition in user_events syntax, rebuilt from its format file
+    (``Name u32 a; char[16] b``; just ``Name`` when it has no fields)."""
+    from ehtool.perfdata.tracefs_format import parse_format
+
+    fmt = parse_format(read_format("user_events", name), "user_events")
+    return definition_text(name, [f.decl for f in fmt.fields])
+
+
+def definition_text(name: str, decls: list[str]) -> str:
+    """``Name`` plus format-file field declarations rewritten in user_events syntax."""
+    fields = "; ".join(_user_type(decl) for decl in decls)
+    return f"{name} {fields}" if fields else name
+
+
+def _user_type(decl: str) -> str:
+    """``char name[16]`` (format file) -> ``char[16] name`` (user_events syntax)."""
+    if decl.endswith("]") and "[" in decl and not decl.startswith(("__data_loc", "__rel_loc")):
+        head, _, count = decl.rpartition("[")
+        typ, _, name = head.rpartition(" ")
+        return f"{typ}[{count} {name}"
+    return decl
+
+
 def event_exists(system: str, name: str) -> bool:
     """True when ``events/<system>/<name>`` exists in tracefs."""
     return (find_tracefs() / "events" / system / name).is_dir()

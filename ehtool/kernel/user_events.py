@@ -48,6 +48,11 @@ USER_EVENT_REG_PERSIST = 0x1
 #: longest registration command the kernel takes (MAX_EVENT_DESC, with the NUL)
 MAX_COMMAND = 512
 
+#: enable words the kernel may still update, by address. The kernel ties an
+#: enabler to the process's memory, not to the fd, so a word must outlive its
+#: Registration object until DIAG_IOCSUNREG succeeds.
+_LIVE_WORDS: dict[int, ctypes.c_uint32] = {}
+
 
 class Registration:
     """One registered tracepoint on an open ``user_events_data`` descriptor."""
@@ -90,6 +95,7 @@ class Registration:
         except OSError as exc:
             raise KernelError(f"cannot unregister {self.name}: {exc.strerror}") from None
         self.active = False
+        _LIVE_WORDS.pop(ctypes.addressof(self._word), None)
 
     def __repr__(self) -> str:
         return f"Registration({self.name!r}, write_index={self.write_index})"
@@ -128,6 +134,7 @@ class UserEvents:
             fcntl.ioctl(self.fd, DIAG_IOCSREG, arg, True)
         except OSError as exc:
             raise self._register_error(name, command, persist, exc) from None
+        _LIVE_WORDS[ctypes.addressof(word)] = word
         reg = Registration(self, name, command, USER_REG.unpack(arg)[6], word)
         self.registrations.append(reg)
         return reg
@@ -208,22 +215,9 @@ class UserEvents:
 def _existing_definition(name: str) -> str | None:
     """The definition of a registered event, rebuilt from its format file."""
     try:
-        from ehtool.perfdata.tracefs_format import parse_format
-
-        fmt = parse_format(tracefs.read_format("user_events", name), "user_events")
+        return tracefs.read_definition(name)
     except (KernelError, ValueError):
         return None
-    fields = "; ".join(_user_type(f.decl) for f in fmt.fields)
-    return f"{name} {fields}" if fields else name
-
-
-def _user_type(decl: str) -> str:
-    """``char name[16]`` (format file) -> ``char[16] name`` (user_events syntax)."""
-    if decl.endswith("]") and "[" in decl and not decl.startswith(("__data_loc", "__rel_loc")):
-        head, _, count = decl.rpartition("[")
-        typ, _, name = head.rpartition(" ")
-        return f"{typ}[{count} {name}"
-    return decl
 
 
 def _open_error(path: Path, exc: OSError) -> KernelError:
