@@ -122,24 +122,24 @@ def latin1_json(data: Bytes) -> bytes:
 
 def utf16_json(data: Bytes, big_endian: bool) -> bytes:
     """UTF-16 code units: pairs combine, lone surrogates are escaped."""
-    if len(data) & 1:
-        data = data[:-1]
-    text = str(data, "utf-16-be" if big_endian else "utf-16-le", "surrogatepass")
+    encoding = "utf-16-be" if big_endian else "utf-16-le"
     try:
-        return _dumps(text)
-    except TypeError:
-        return _escaped_surrogates(text)
+        return _dumps(str(data, encoding))
+    except UnicodeDecodeError:  # lone surrogate or odd length
+        if len(data) & 1:
+            data = data[:-1]
+        return str_json(str(data, encoding, "surrogatepass"))
 
 
 def utf32_json(data: Bytes, big_endian: bool) -> bytes:
     """UCS-4 code units; surrogates are escaped, values above U+10FFFF become U+FFFD."""
-    if len(data) & 3:
-        data = data[:len(data) & ~3]
-    text = str(data, "utf-32-be" if big_endian else "utf-32-le", "ehtool-ucs4")
+    encoding = "utf-32-be" if big_endian else "utf-32-le"
     try:
-        return _dumps(text)
-    except TypeError:
-        return _escaped_surrogates(text)
+        return _dumps(str(data, encoding))
+    except UnicodeDecodeError:  # surrogate, > U+10FFFF or a partial unit
+        if len(data) & 3:
+            data = data[:len(data) & ~3]
+        return str_json(str(data, encoding, "ehtool-ucs4"))
 
 
 def string_json(data: Bytes, unit_size: int, big_endian: bool) -> bytes:

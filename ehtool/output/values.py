@@ -115,6 +115,8 @@ _WORDS = struct.Struct(">8H").unpack
 def ipv6_json(data: Bytes) -> bytes:
     """IPv6 text exactly as glibc's ``inet_ntop``."""
     words = _WORDS(data)
+    if 0 not in words:
+        return b'"%x:%x:%x:%x:%x:%x:%x:%x"' % words
     # first longest run of >= 2 zero words becomes "::"
     best, best_len, run = -1, 1, 0
     for i, w in enumerate(words):
@@ -173,10 +175,27 @@ def errno_json(value: int) -> bytes:
 # -- time ----------------------------------------------------------------------
 
 
+_day_cache = [None, b""]  # the last day number seen and its '"YYYY-MM-DDT' prefix
+
+
+def _day_prefix(days: int) -> bytes:
+    """``b'"YYYY-MM-DDT'`` of a day since 1970, or ``b""`` when its year overflows."""
+    if days != _day_cache[0]:
+        text = format_utc_seconds(days * 86400)
+        _day_cache[0] = days
+        _day_cache[1] = b"" if text[0] == "T" else b'"' + text[:-8].encode()
+    return _day_cache[1]
+
+
 def time_json(seconds: int) -> bytes:
     """A ``time`` field: signed seconds since 1970, UTC, no fraction (``"TIME(n)"`` when
     the year does not fit glibc's ``gmtime``)."""
-    return b'"%s"' % format_utc_seconds(seconds).encode()
+    days, rem = divmod(seconds, 86400)
+    prefix = _day_prefix(days)
+    if not prefix:
+        return b'"TIME(%d)"' % seconds
+    minutes, sec = divmod(rem, 60)
+    return b'%s%02d:%02d:%02d"' % (prefix, minutes // 60, minutes % 60, sec)
 
 
 def time32_json(value: int) -> bytes:
@@ -192,9 +211,15 @@ def time64_json(value: int) -> bytes:
 
 
 def utc_ns_json(ns: int) -> bytes:
-    """Sample meta time from UTC ns since 1970: ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``."""
+    """Sample meta time from UTC ns since 1970: ``"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"``
+    (``"TIME(sec).nnnnnnnnnZ"`` past the year limit, as perf-decode)."""
     sec, frac = divmod(ns, 1_000_000_000)
-    return b'"%s.%09dZ"' % (format_utc_seconds(sec).encode(), frac)
+    days, rem = divmod(sec, 86400)
+    prefix = _day_prefix(days)
+    if not prefix:
+        return b'"TIME(%d).%09dZ"' % (sec, frac)
+    minutes, s = divmod(rem, 60)
+    return b'%s%02d:%02d:%02d.%09dZ"' % (prefix, minutes // 60, minutes % 60, s, frac)
 
 
 def seconds_json(ns: int) -> bytes:
@@ -213,7 +238,7 @@ def seconds_json(ns: int) -> bytes:
 
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
-_FLT_MIN = 1.1754943508222875e-38
+_D = struct.Struct("<d")
 
 
 def _fixed_wins(n: int, e: int) -> bool:
@@ -225,7 +250,7 @@ def _format(digits: str, e: int, sign: str, value: float) -> bytes:
     n = len(digits)
     if _fixed_wins(n, e):
         if e >= 0:
-            return b"%d" % int(value)
+            return (sign + "%d" % abs(int(value))).encode()
         point = n + e
         if point > 0:
             return (sign + digits[:point] + "." + digits[point:]).encode()
@@ -245,111 +270,133 @@ def _special(value: float) -> bytes:
 
 
 def _is_negative(value: float) -> bool:
-    return struct.pack("<d", value)[7] >= 0x80
+    return _D.pack(value)[7] >= 0x80
 
 
 def float64_json(value: float) -> bytes:
     """Shortest round-trip text of a double, as C++ ``std::to_chars``."""
-    r = repr(value)
-    sign = ""
-    if r[0] == "-":
-        sign, r = "-", r[1:]
-    first = r[0]
-    if first == "i" or first == "n" or value == 0:
-        return _special(value)
-    mantissa, _, exp = r.partition("e")
-    if exp:
-        # repr is scientific for < 1e-4 (to_chars too) and >= 1e16 (fixed when short)
-        if exp[0] == "-":
-            return (sign + r).encode()
-        digits = mantissa.replace(".", "")
-        e = int(exp) - len(digits) + 1
-        if _fixed_wins(len(digits), e):
-            return b"%d" % int(value)
-        return (sign + r).encode()
-    whole, _, frac = r.partition(".")
-    if frac == "0":  # a whole number below 1e16: its repr digits are exact
+    r = repr(value)  # shortest digits; its layout mostly agrees with to_chars
+    if "e" in r:
+        mantissa, _, exp = r.partition("e")
+        if exp[0] == "+":  # >= 1e16: fixed when not longer, with the exact value
+            n = len(mantissa) - (1 if "." in mantissa else 0) - (1 if r[0] == "-" else 0)
+            if _fixed_wins(n, int(exp) - n + 1):
+                return b"%d" % int(value)
+        return r.encode()  # < 1e-4: scientific either way, same text
+    last = r[-1]
+    if last == "0" and r[-2] == ".":  # a whole number below 1e16: repr digits are exact
+        whole = r[:-2]
         digits = whole.rstrip("0")
+        if digits == "" or digits == "-":
+            return _special(value)  # zero
         e = len(whole) - len(digits)
-        if _fixed_wins(len(digits), e):
-            return (sign + whole).encode()
-        return _format(digits, e, sign, value)
-    if whole != "0":
-        return (sign + r).encode()
-    digits = frac.lstrip("0")
-    return _format(digits, -len(frac), sign, value)
+        if e <= 4 or (e == 5 and len(digits.lstrip("-")) > 1):
+            return whole.encode()
+        sign = "-" if value < 0 else ""
+        return _format(digits.lstrip("-"), e, sign, value)
+    if last == "f" or last == "n":
+        return _special(value)
+    if -0.001 < value < 0.001:  # "0.000ddd": scientific when shorter
+        sign = "-" if value < 0 else ""
+        frac = r.partition(".")[2]
+        return _format(frac.lstrip("0"), -len(frac), sign, value)
+    return r.encode()
 
 
 def float32_json(value: float) -> bytes:
     """Shortest text that reads back as the same 32-bit float (``value`` is rounded to
     float32 first)."""
-    return float32_bits_json(_U32.unpack(_F32.pack(value))[0])
+    try:
+        bits = _U32.unpack(_F32.pack(value))[0]
+    except OverflowError:  # finite but beyond float32: C would round to infinity
+        bits = 0xFF800000 if value < 0 else 0x7F800000
+    return float32_bits_json(bits)
+
+
+_f32_cache: dict[int, bytes] = {}  # bits -> text; traces repeat values
 
 
 def float32_bits_json(bits: int) -> bytes:
     """A float32 given as its 32 raw bits."""
-    bits &= 0xFFFFFFFF
-    value = _F32.unpack(_U32.pack(bits))[0]
-    magnitude = abs(value)
-    if magnitude >= _FLT_MIN:
-        if magnitude == float("inf"):
-            return b'"-inf"' if bits >> 31 else b'"inf"'
-        # <= 6 significant digits in the double's shortest form: they are also the
-        # float32's shortest (6-digit steps exceed a float32's rounding interval)
-        if len(repr(magnitude)) <= 7:
-            return float64_json(value)
-    elif value != value:
-        return b'"-nan"' if bits >> 31 else b'"nan"'
-    elif value == 0:
-        return b"-0" if bits >> 31 else b"0"
-    t, e = _f32_shortest(bits)
-    return _format(str(t), e, "-" if bits >> 31 else "", value)
+    text = _f32_cache.get(bits)
+    if text is None:
+        if len(_f32_cache) >= 4096:
+            _f32_cache.clear()
+        text = _f32_cache[bits] = _float32_text(bits & 0xFFFFFFFF)
+    return text
+
+
+def _float32_text(bits: int) -> bytes:
+    sign = "-" if bits >> 31 else ""
+    magnitude = bits & 0x7FFFFFFF
+    if magnitude >= 0x7F800000:
+        if magnitude > 0x7F800000:
+            return b'"-nan"' if sign else b'"nan"'
+        return b'"-inf"' if sign else b'"inf"'
+    if magnitude == 0:
+        return b"-0" if sign else b"0"
+    t, e = _f32_shortest(magnitude)
+    return _format(str(t), e, sign, _F32.unpack(_U32.pack(magnitude))[0])
+
+
+_POW10 = [10 ** k for k in range(64)]
 
 
 def _f32_shortest(bits: int) -> tuple[int, int]:
-    """(t, e): the shortest decimal t * 10**e inside the float32's rounding interval
-    (the one closest to the value; ties to even t), t not a multiple of 10."""
+    """(t, e): the shortest decimal t * 10**e inside the positive float32's rounding
+    interval, the one closest to the value (ties to even t); t is not a multiple of 10.
+
+    Works in exact integers: the value is 4m * 2**e2 and the interval's ends are
+    (4m - 2) and (4m + 2) times 2**e2 ((4m - 1) at a binade start, where the gap below
+    halves); round-half-even reads an end back to this float only when m is even.
+    The largest power 10**j with a multiple inside the interval gives the fewest
+    digits.
+    """
     frac = bits & 0x7FFFFF
-    bexp = (bits >> 23) & 0xFF
+    bexp = bits >> 23
     if bexp:
-        m, e2 = frac | 0x800000, bexp - 152  # value = 4m * 2**e2
+        m, e2 = frac | 0x800000, bexp - 152
     else:
         m, e2 = frac, -151
     v = m << 2
+    lo = v - 1 if frac == 0 and bexp > 1 else v - 2
     hi = v + 2
-    lo = v - 1 if frac == 0 and bexp > 1 else v - 2  # lower gap halves at a binade start
-    closed = not m & 1  # round-half-even reads a boundary back to an even mantissa
+    closed = not m & 1
+    if e2 >= 0:
+        scale, den2 = 1 << e2, 1
+    else:
+        scale, den2 = 1, 1 << -e2
+    lo *= scale
+    hi *= scale
+    v *= scale
 
-    def candidates(j: int) -> tuple[int, int, int, int]:
-        """(t_lo, t_hi, t_near) multiples of 10**j in the interval, and the nearest."""
-        num2 = 1 << e2 if e2 > 0 else 1
-        den = 1 << -e2 if e2 < 0 else 1
+    def search(j: int) -> tuple[int, int, int]:
+        """Multiples t * 10**j inside the interval: (first, last, nearest to v)."""
         if j >= 0:
-            den *= 10 ** j
+            a, b, c, den = lo, hi, v, den2 * _POW10[j]
         else:
-            num2 *= 10 ** -j
-        a, b, c = lo * num2, hi * num2, v * num2
-        t_lo, r = divmod(a, den)
+            p = _POW10[-j]
+            a, b, c, den = lo * p, hi * p, v * p, den2
+        first, r = divmod(a, den)
         if r or not closed:
-            t_lo += 1
-        t_hi, r = divmod(b, den)
+            first += 1
+        last, r = divmod(b, den)
         if not r and not closed:
-            t_hi -= 1
+            last -= 1
         q, r = divmod(c, den)
         if 2 * r > den or (2 * r == den and q & 1):
             q += 1
-        return t_lo, t_hi, q, den
+        return first, last, q
 
-    # start where the interval (about 4 * 2**e2 wide) holds a few multiples of 10**j
-    j = ((e2 + 2) * 30103) // 100000 - 1
-    t_lo, t_hi, q, _ = candidates(j)
-    while t_lo > t_hi:
+    # 10**j about the interval's width (4 * 2**e2): one or two multiples fit
+    j = ((e2 + 2) * 30103) // 100000
+    first, last, q = search(j)
+    while first > last:
         j -= 1
-        t_lo, t_hi, q, _ = candidates(j)
+        first, last, q = search(j)
     while True:
-        n_lo, n_hi, n_q, _ = candidates(j + 1)
-        if n_lo > n_hi:
+        f2, l2, q2 = search(j + 1)
+        if f2 > l2:
             break
-        j, t_lo, t_hi, q = j + 1, n_lo, n_hi, n_q
-    t = min(max(q, t_lo), t_hi)
-    return t, j
+        j, first, last, q = j + 1, f2, l2, q2
+    return min(max(q, first), last), j

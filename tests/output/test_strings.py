@@ -136,7 +136,7 @@ def _texty(draw) -> bytes:
     return b"".join(parts)
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(_texty())
 def test_utf8_matches_model(data):
     out = s.utf8_json(data)
@@ -155,7 +155,7 @@ _UNITS16 = st.lists(st.one_of(st.integers(0, 0xFFFF), st.integers(0xD7FF, 0xE000
                     max_size=16)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(_UNITS16, st.booleans(), st.booleans())
 def test_utf16_matches_model(units, big_endian, odd):
     data = b"".join(u.to_bytes(2, "big" if big_endian else "little") for u in units)
@@ -171,7 +171,7 @@ _UNITS32 = st.lists(st.one_of(st.integers(0, 0x10FFFF), st.integers(0, 0xFFFFFFF
                     max_size=12)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(_UNITS32, st.booleans())
 def test_utf32_matches_model(units, big_endian):
     data = b"".join(u.to_bytes(4, "big" if big_endian else "little") for u in units)
@@ -181,6 +181,7 @@ def test_utf32_matches_model(units, big_endian):
         assert out == model.utf32(data, big_endian, surrogates_escaped=False)
 
 
+@settings(deadline=None)
 @given(_BYTES)
 def test_latin1_matches_model(data):
     assert s.latin1_json(data) == model.latin1(data)
@@ -196,7 +197,7 @@ def _assert_valid_json_string(out: bytes) -> str:
     return value
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_texty())
 def test_utf8_output_is_valid_json(data):
     value = _assert_valid_json_string(s.utf8_json(data))
@@ -207,7 +208,7 @@ def test_utf8_output_is_valid_json(data):
     assert _assert_valid_json_string(s.latin1_json(data)) == data.decode("latin-1")
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_UNITS16, _UNITS32, st.booleans())
 def test_utf16_utf32_output_is_valid_json(units16, units32, big_endian):
     order = "big" if big_endian else "little"
@@ -218,6 +219,7 @@ def test_utf16_utf32_output_is_valid_json(units16, units32, big_endian):
     assert len(value) <= len(units32)
 
 
+@settings(deadline=None)
 @given(st.text())  # hypothesis text holds no lone surrogates
 def test_valid_text_round_trips(text):
     assert json.loads(s.utf8_json(text.encode())) == text

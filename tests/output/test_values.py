@@ -111,7 +111,7 @@ _WORD = st.one_of(st.just(0), st.just(0), st.just(0), st.just(0xFFFF), st.intege
                   st.integers(1, 15))
 
 
-@settings(max_examples=2000)
+@settings(max_examples=2000, deadline=None)
 @given(st.lists(_WORD, min_size=8, max_size=8))
 @example([0, 0, 0, 0, 0, 0xFFFF, 0x0102, 0x0304])
 @example([0, 0, 0, 0, 0, 0, 0, 1])
@@ -174,7 +174,7 @@ def test_time_year_limits_of_32_bit_tm_year():
     assert v.time_json(first - 1) == b'"TIME(%d)"' % (first - 1)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.integers(-62135596800, 253402300799))
 def test_time_matches_datetime_in_its_range(seconds):
     expected = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
