@@ -156,7 +156,9 @@ class SampleFormatter:
             from ehtool.eventheader.decoder import EventHeaderDecoder
 
             self._eh = EventHeaderDecoder(self.style)
-        decode = self._eh.decode
+        from ehtool.eventheader.decoder import DecodedEvent
+
+        decode = self._eh.decode_parts  # tuple: no DecodedEvent per sample
         common_render = (
             make_renderer(fmt, self.style, self.long_size, self.big_endian, common="only")
             if "common" in self.meta else None
@@ -175,8 +177,8 @@ class SampleFormatter:
             if ev is None:
                 return plain(sample)
             common = common_render(raw) if common_render is not None else b""
-            return (k_n + ev.name_json + common + ev.fields
-                    + self._meta(sample, self._eh_meta(ev)))
+            eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
+            return k_n + ev[0] + common + ev[1] + self._meta(sample, eh_meta)
 
         return eventheader
 
