@@ -190,30 +190,26 @@ class EventHeaderDecoder:
         if per_name is not None:
             hit = per_name.get(data[offset:offset + 12])
             if hit is not None:
-                if type(hit) is not tuple:
-                    hit = self._candidate(hit, data, offset)
-                    if hit is None:
-                        return self._decode_slow(tracepoint_name, data, offset)
-                expect, activity_size, skip, render, info = hit
-                if not activity_size:
-                    if data.startswith(expect, offset + 12):
-                        return (info.name_json, render(data, offset + skip, offset), info.meta,
-                                info, None, None)
-                elif data.startswith(expect, offset + 12 + activity_size):
-                    return self._with_activity(data, offset, hit)
+                if type(hit) is int:
+                    # several metadata share these 12 bytes: the whole prefix is the key
+                    hit = per_name.get(data[offset:offset + hit])
+                    if hit is not None:
+                        info = hit[4]
+                        return (info.name_json, hit[3](data, offset + hit[2], offset),
+                                info.meta, info, None, None)
+                elif type(hit) is list:
+                    for entry in hit:
+                        if data.startswith(entry[0], offset + 12 + entry[1]):
+                            return self._with_activity(data, offset, entry)
+                else:
+                    expect, activity_size, skip, render, info = hit
+                    if not activity_size:
+                        if data.startswith(expect, offset + 12):
+                            return (info.name_json, render(data, offset + skip, offset),
+                                    info.meta, info, None, None)
+                    elif data.startswith(expect, offset + 12 + activity_size):
+                        return self._with_activity(data, offset, hit)
         return self._decode_slow(tracepoint_name, data, offset)
-
-    @staticmethod
-    def _candidate(hits: dict | list, data: bytes, offset: int) -> tuple | None:
-        """The entry whose metadata this event has, among several with the same first
-        12 bytes (a dict by metadata without activity id, else a list)."""
-        if type(hits) is dict:
-            size = len(next(iter(hits)))
-            return hits.get(data[offset + 12:offset + 12 + size])
-        for hit in hits:
-            if data.startswith(hit[0], offset + 12 + hit[1]):
-                return hit
-        return None
 
     def _with_activity(self, data: bytes, offset: int, hit: tuple) -> tuple:
         expect, activity_size, skip, render, info = hit
@@ -311,11 +307,12 @@ class EventHeaderDecoder:
             listed = [known] if type(known) is tuple else known
             per_name[first] = [entry, *listed[:15]]
         else:
-            table = {known[0]: known} if type(known) is tuple else known
-            if len(table) >= 256:
-                table.clear()
-            table[expect] = entry
-            per_name[first] = table
+            # a second metadata after these 12 bytes: key every one by its whole prefix
+            # (header, extension header, metadata), which no 12-byte key can equal
+            if type(known) is tuple:
+                per_name[first + known[0]] = known
+            per_name[first] = 12 + size
+            per_name[first + expect] = entry
 
     # -- meta -------------------------------------------------------------------
 
