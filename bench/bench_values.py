@@ -14,6 +14,8 @@ import timeit
 
 from ehtool.output import values as v
 
+F32_THIRD = struct.unpack("<I", struct.pack("<f", 1 / 3))[0]
+
 CASES = [
     ("baseline (no-op call)", "f(x)", lambda x: x, b""),
     ("utf8_json ascii 12 B", "f(x)", v.utf8_json, b"HowAreYou?12"),
@@ -34,9 +36,10 @@ CASES = [
     ("float64_json 6.28", "f(x)", v.float64_json, 6.28),
     ("float64_json 1/3", "f(x)", v.float64_json, 1 / 3),
     ("float64_json 1e+15", "f(x)", v.float64_json, 1e15),
-    ("float32_json 3.14 (fast path)", "f(x)", v.float32_json, 3.14),
-    ("float32_bits_json 1/3 (exact search)", "f(x)", v.float32_bits_json,
-     struct.unpack("<I", struct.pack("<f", 1 / 3))[0]),
+    ("float32_json 3.14 (cached)", "f(x)", v.float32_json, 3.14),
+    ("float32_bits_json 1/3 (cached)", "f(x)", v.float32_bits_json, F32_THIRD),
+    ("float32 1/3 uncached (exact search)", "f(x)", v._float32_text, F32_THIRD),
+    ("float32 1e-45 uncached (exact search)", "f(x)", v._float32_text, 1),
     ("time_json", "f(x)", v.time_json, 1700000000),
     ("utc_ns_json", "f(x)", v.utc_ns_json, 1700000000123456789),
     ("seconds_json", "f(x)", v.seconds_json, 123456789012345),
