@@ -151,18 +151,22 @@ def string_json(data: Bytes, unit_size: int, big_endian: bool) -> bytes:
     return utf32_json(data, big_endian)
 
 
+_BOM_LEADS = frozenset((0xFF, 0x00, 0xFE, 0xEF))
+
+
 def bom_string_json(data: Bytes, unit_size: int, big_endian: bool) -> bytes:
     """``string_utf_bom``/``string_xml``/``string_json``: decode per a leading BOM
     (dropped), else per the field's code-unit size and byte order."""
-    head = bytes(data[:4])
-    if head[:2] == b"\xff\xfe":
-        if head == b"\xff\xfe\x00\x00":
-            return utf32_json(data[4:], False)
-        return utf16_json(data[2:], False)
-    if head == b"\x00\x00\xfe\xff":
-        return utf32_json(data[4:], True)
-    if head[:2] == b"\xfe\xff":
-        return utf16_json(data[2:], True)
-    if head[:3] == b"\xef\xbb\xbf":
-        return utf8_json(data[3:])
+    if data and data[0] in _BOM_LEADS:
+        head = bytes(data[:4])
+        if head[:2] == b"\xff\xfe":
+            if head == b"\xff\xfe\x00\x00":
+                return utf32_json(data[4:], False)
+            return utf16_json(data[2:], False)
+        if head == b"\x00\x00\xfe\xff":
+            return utf32_json(data[4:], True)
+        if head[:2] == b"\xfe\xff":
+            return utf16_json(data[2:], True)
+        if head[:3] == b"\xef\xbb\xbf":
+            return utf8_json(data[3:])
     return string_json(data, unit_size, big_endian)

@@ -197,3 +197,17 @@ def test_sample_times():
     assert v.seconds_json(0) == b"0.000000000"
     assert v.seconds_json(123456789012345) == b"123456.789012345"
     assert v.seconds_json(0xFFFFFFFFFFFFFFFF) == b"18446744073.709551615"
+
+
+def test_import_is_light():
+    """orjson and json load on the first string formatted, construct never."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ehtool.output.values as v; "
+            "print(sorted(m for m in ('orjson', 'json', 'construct') if m in sys.modules)); "
+            "v.utf8_json(b'x'); print('orjson' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "True"
