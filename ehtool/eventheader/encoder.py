@@ -10,22 +10,34 @@
     ])
     data = encode(event)          # header + extensions + payload, ready for writev
 
+    plan = compile_event(event)   # the same event with only the values varying:
+    data = plan.encode([8, "there", [...], [2.5]])   # None when fields hold structs
+
 Layout (see ``grammar.py``): the 8-byte header with this machine's byte order
 and pointer size, an optional activity-id extension, the metadata extension
 (event name and field definitions), then the packed values.
+
+``encode`` is the definition of every type's bytes. ``EventPlan`` is its fast
+form for repeated shapes: the header and metadata are encoded once and each
+value goes through a packer that accepts only the plain input (an int for an
+integer type, a str for a UTF-8 string, a list of ints for a numeric array)
+and raises on anything else, so callers fall back to ``encode`` for the rest
+(and for its error messages); a test proves both give the same bytes.
 """
 
 from __future__ import annotations
 
 import re
-import socket
 import struct
 import sys
-import uuid
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from ehtool.eventheader.enums import ENCODING_CARRAY_FLAG as _CARRAY
+from ehtool.eventheader.enums import ENCODING_CHAIN_FLAG as _ENC_CHAIN
+from ehtool.eventheader.enums import ENCODING_VARRAY_FLAG as _VARRAY
+from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG as _EXT_CHAIN
+from ehtool.eventheader.enums import FORMAT_CHAIN_FLAG as _FMT_CHAIN
+from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT, ExtensionKind, HeaderFlags
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 
@@ -36,21 +48,36 @@ _O = "<" if LITTLE else ">"
 PERF_MAX_TRACE_SIZE = 8192
 #: bytes the kernel puts before the event (struct trace_entry)
 COMMON_HEADER_SIZE = 8
+#: the largest event (header, extensions, payload) perf keeps
+MAX_EVENT_SIZE = PERF_MAX_TRACE_SIZE - COMMON_HEADER_SIZE
+#: ``eventheader.flags`` for events built on this machine
+HEADER_FLAGS = int((HeaderFlags.LITTLE_ENDIAN if LITTLE else HeaderFlags.NONE)
+                   | (HeaderFlags.POINTER64 if POINTER64 else HeaderFlags.NONE)
+                   | HeaderFlags.EXTENSION)
+
+_HEADER = struct.Struct(_O + "BBHHBB")
+_EXT = struct.Struct(_O + "HH")
+_U16 = struct.Struct(_O + "H")
 
 
 class EncodeError(ValueError):
     """A field or event that cannot be encoded; the message names the field."""
 
 
-@dataclass(frozen=True, slots=True)
 class FieldType:
     """How one field type name maps onto EventHeader (encoding, format, packing)."""
 
-    name: str
-    encoding: int
-    format: int
-    pack: str  # struct code for value encodings, "" for the others
-    help: str
+    __slots__ = ("name", "encoding", "format", "pack", "help")
+
+    def __init__(self, name: str, encoding: int, format: int, pack: str, help: str) -> None:
+        self.name = name
+        self.encoding = encoding
+        self.format = format
+        self.pack = pack  # struct code for fixed-size numbers, "" for the others
+        self.help = help
+
+    def __repr__(self) -> str:
+        return f"FieldType({self.name!r})"
 
 
 def _types() -> dict[str, FieldType]:
@@ -96,7 +123,8 @@ def _types() -> dict[str, FieldType]:
         ("ipv6", E.VALUE128, F.IP_ADDRESS, "", "IPv6 address"),
         ("struct", E.STRUCT, F.DEFAULT, "", "nested fields (batch form only)"),
     ]
-    out = {name: FieldType(name, enc, fmt, pack, text) for name, enc, fmt, pack, text in table}
+    out = {name: FieldType(name, int(enc), int(fmt), pack, text)
+           for name, enc, fmt, pack, text in table}
     out["uuid"] = out["guid"]
     return out
 
@@ -105,43 +133,66 @@ TYPES = _types()
 _ARRAY_SUFFIX = re.compile(r"^(\w+)\[(\d*)\]$")
 
 
-@dataclass(slots=True)
 class Field:
     """One field: ``type`` is a name from :data:`TYPES`, with ``[]`` or ``[N]`` for arrays.
 
     A struct's value is a list of Fields; an array of structs is a list of such lists.
     """
 
-    name: str
-    type: str
-    value: Any
-    tag: int = 0
+    __slots__ = ("name", "type", "value", "tag")
+
+    def __init__(self, name: str, type: str, value: Any, tag: int = 0) -> None:
+        self.name = name
+        self.type = type
+        self.value = value
+        self.tag = tag
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r}, {self.type!r}, {self.value!r}, tag={self.tag})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Field):
+            return NotImplemented
+        return (self.name, self.type, self.value, self.tag) == (
+            other.name, other.type, other.value, other.tag)
 
 
-@dataclass(slots=True)
 class Event:
-    """An event to encode; ``name`` may carry ``;key=value`` attributes."""
+    """An event to encode; ``name`` may carry ``;key=value`` attributes.
 
-    name: str
-    fields: list[Field] = field(default_factory=list)
-    level: int = 5
-    opcode: int = 0
-    id: int = 0
-    version: int = 0
-    tag: int = 0
-    activity: bytes | None = None
-    related_activity: bytes | None = None
+    ``activity`` and ``related_activity`` are UUIDs (text or 16 bytes).
+    """
+
+    __slots__ = ("name", "fields", "level", "opcode", "id", "version", "tag", "activity",
+                 "related_activity")
+
+    def __init__(self, name: str, fields: list[Field] | None = None, *, level: int = 5,
+                 opcode: int = 0, id: int = 0, version: int = 0, tag: int = 0,
+                 activity: Any = None, related_activity: Any = None) -> None:
+        self.name = name
+        self.fields = [] if fields is None else fields
+        self.level = level
+        self.opcode = opcode
+        self.id = id
+        self.version = version
+        self.tag = tag
+        self.activity = activity
+        self.related_activity = related_activity
+
+    def __repr__(self) -> str:
+        return f"Event({self.name!r}, {self.fields!r}, level={self.level})"
 
 
 def parse_type(text: str) -> tuple[FieldType, int | None]:
     """``"u32"`` -> (type, None); ``"u32[]"`` -> (type, 0); ``"u32[4]"`` -> (type, 4)."""
-    match = _ARRAY_SUFFIX.match(text)
-    base, count = (match.group(1), match.group(2)) if match else (text, None)
-    ftype = TYPES.get(base)
+    ftype = TYPES.get(text)
+    if ftype is not None:
+        return ftype, None
+    match = _ARRAY_SUFFIX.match(text) if isinstance(text, str) else None
+    ftype = TYPES.get(match.group(1)) if match else None
     if ftype is None:
         raise EncodeError(f"unknown type {text!r}; types: {', '.join(sorted(TYPES))}")
-    if count is None:
-        return ftype, None
+    count = match.group(2)
     if count == "":
         return ftype, 0
     n = int(count)
@@ -156,23 +207,22 @@ def encode(event: Event) -> bytes:
     payload = bytearray()
     for f in event.fields:
         _encode_field(f, meta, payload, 1)
-    if len(meta) > 0xFFFF:
-        raise EncodeError(f"metadata is {len(meta)} bytes; the limit is 65535")
-    header = struct.pack(_O + "BBHHBB", (0x02 if LITTLE else 0) | (0x01 if POINTER64 else 0)
-                         | 0x04, _u8(event.version, "version"), _u16(event.id, "id"),
-                         _u16(event.tag, "tag"), _u8(event.opcode, "opcode"),
-                         _u8(event.level, "level"))
-    ext = b""
-    if event.activity is not None:
-        ids = _uuid_bytes(event.activity, "activity")
-        if event.related_activity is not None:
-            ids += _uuid_bytes(event.related_activity, "related activity")
-        ext = struct.pack(_O + "HH", len(ids), 2 | 0x8000) + ids
-    elif event.related_activity is not None:
-        raise EncodeError("a related activity id needs an activity id")
-    data = header + ext + struct.pack(_O + "HH", len(meta), 1) + bytes(meta) + bytes(payload)
+    data = (_header(event) + activity_extension(event.activity, event.related_activity)
+            + _metadata_extension(meta) + payload)
     check_size(len(data))
     return data
+
+
+def activity_extension(activity: Any, related: Any = None) -> bytes:
+    """The activity-id extension (chained to the metadata), or b"" without an activity."""
+    if activity is None:
+        if related is not None:
+            raise EncodeError("a related activity id needs an activity id")
+        return b""
+    ids = uuid_bytes(activity, "activity")
+    if related is not None:
+        ids += uuid_bytes(related, "related activity")
+    return _EXT.pack(len(ids), ExtensionKind.ACTIVITY_ID | _EXT_CHAIN) + ids
 
 
 def check_size(size: int) -> None:
@@ -183,20 +233,38 @@ def check_size(size: int) -> None:
                           f"perf drops events over {PERF_MAX_TRACE_SIZE} bytes")
 
 
+def _header(event: Event) -> bytes:
+    return _HEADER.pack(HEADER_FLAGS, _u8(event.version, "version"), _u16(event.id, "id"),
+                        _u16(event.tag, "tag"), _u8(event.opcode, "opcode"),
+                        _u8(event.level, "level"))
+
+
+def _metadata_extension(meta: bytes | bytearray) -> bytes:
+    if len(meta) > 0xFFFF:
+        raise EncodeError(f"metadata is {len(meta)} bytes; the limit is 65535")
+    return _EXT.pack(len(meta), ExtensionKind.METADATA) + meta
+
+
 def _encode_field(f: Field, meta: bytearray, payload: bytearray, depth: int) -> None:
-    if depth > 8:
-        raise EncodeError(f"field {f.name!r}: structs nest at most 8 deep")
+    if depth > STRUCT_NESTING_LIMIT:
+        raise EncodeError(f"field {f.name!r}: structs nest at most "
+                          f"{STRUCT_NESTING_LIMIT} deep")
     ftype, count = parse_type(f.type)
     if ftype.encoding == E.STRUCT:
         _encode_struct(f, count, meta, payload, depth)
         return
     _field_def(f, ftype.encoding, ftype.format, count, meta)
+    _payload(ftype, count, f, payload)
+
+
+def _payload(ftype: FieldType, count: int | None, f: Field, payload: bytearray) -> None:
+    """Append the bytes of a non-struct field's value (or array of values)."""
     if count is None:
         payload += _value(ftype, f.value, f.name)
         return
     values = _as_list(f, count)
     if count == 0:
-        payload += struct.pack(_O + "H", len(values))
+        payload += _U16.pack(len(values))
     for item in values:
         payload += _value(ftype, item, f.name)
 
@@ -211,7 +279,7 @@ def _encode_struct(f: Field, count: int | None, meta: bytearray, payload: bytear
         raise EncodeError(f"struct field {f.name!r} has {len(template)} members; the limit is 127")
     _field_def(f, E.STRUCT, len(template), count, meta, struct_=True)
     if count == 0:
-        payload += struct.pack(_O + "H", len(elements))
+        payload += _U16.pack(len(elements))
     member_meta = bytearray()
     for index, members in enumerate(elements):
         shape = [(m.name, m.type) for m in members]
@@ -231,17 +299,17 @@ def _field_def(f: Field, encoding: int, fmt: int, count: int | None, meta: bytea
     meta += _cstr(f.name, "field name")
     enc = encoding
     if count is not None:
-        enc |= 0x40 if count == 0 else 0x20
+        enc |= _VARRAY if count == 0 else _CARRAY
     tag = _u16(f.tag, f"tag of {f.name!r}")
     if fmt or tag or struct_:
-        meta.append(enc | 0x80)
-        meta.append(fmt | (0x80 if tag else 0))
+        meta.append(enc | _ENC_CHAIN)
+        meta.append(fmt | (_FMT_CHAIN if tag else 0))
         if tag:
-            meta += struct.pack(_O + "H", tag)
+            meta += _U16.pack(tag)
     else:
         meta.append(enc)
     if count:
-        meta += struct.pack(_O + "H", count)
+        meta += _U16.pack(count)
 
 
 def _as_list(f: Field, count: int) -> list:
@@ -271,6 +339,8 @@ def _int(value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
+        if abs(value) >= 2.0 ** 53:
+            raise ValueError("a float this large is not an exact integer; write the digits")
         return int(value)
     return int(str(value).strip(), 0)
 
@@ -309,21 +379,25 @@ def _char(t: FieldType, value: Any) -> bytes:
     return _packed(t, value)
 
 
+_UNIT = {E.ZSTRING_CHAR16: 2, E.STRING_LENGTH16_CHAR16: 2,
+         E.ZSTRING_CHAR32: 4, E.STRING_LENGTH16_CHAR32: 4}
+_CODEC = {1: "utf-8", 2: "utf-16-le" if LITTLE else "utf-16-be",
+          4: "utf-32-le" if LITTLE else "utf-32-be"}
+_ZSTRINGS = (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32)
+
+
 def _text(t: FieldType, value: Any) -> bytes:
     text = value if isinstance(value, str) else str(value)
-    unit = {E.ZSTRING_CHAR16: 2, E.STRING_LENGTH16_CHAR16: 2,
-            E.ZSTRING_CHAR32: 4, E.STRING_LENGTH16_CHAR32: 4}.get(t.encoding, 1)
-    codec = {1: "utf-8", 2: "utf-16-le" if LITTLE else "utf-16-be",
-             4: "utf-32-le" if LITTLE else "utf-32-be"}[unit]
-    data = text.encode(codec, "surrogatepass")
-    if t.encoding in (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32):
+    unit = _UNIT.get(t.encoding, 1)
+    data = text.encode(_CODEC[unit], "surrogatepass")
+    if t.encoding in _ZSTRINGS:
         if b"\0" * unit in [data[i:i + unit] for i in range(0, len(data), unit)]:
             raise EncodeError("a NUL-terminated string cannot contain NUL (use lstr)")
         return data + b"\0" * unit
     units = len(data) // unit
     if units > 0xFFFF:
         raise EncodeError(f"{units} code units; a counted string holds at most 65535")
-    return struct.pack(_O + "H", units) + data
+    return _U16.pack(units) + data
 
 
 def _binary(t: FieldType, value: Any) -> bytes:
@@ -331,15 +405,17 @@ def _binary(t: FieldType, value: Any) -> bytes:
         str(value).replace(":", " "))
     if len(data) > 0xFFFF:
         raise EncodeError(f"{len(data)} bytes; binary fields hold at most 65535")
-    return struct.pack(_O + "H", len(data)) + bytes(data)
+    return _U16.pack(len(data)) + bytes(data)
 
 
 def _guid(t: FieldType, value: Any) -> bytes:
-    return _uuid_bytes(value, "value")
+    return uuid_bytes(value, "value")
 
 
 def _time(t: FieldType, value: Any) -> bytes:
     if isinstance(value, str) and not re.fullmatch(r"\s*-?\d+\s*", value):
+        from datetime import UTC, datetime
+
         text = value.strip().replace("Z", "+00:00")
         moment = datetime.fromisoformat(text)
         if moment.tzinfo is None:
@@ -360,10 +436,14 @@ def _errno(t: FieldType, value: Any) -> bytes:
 
 
 def _ipv4(t: FieldType, value: Any) -> bytes:
+    import socket
+
     return socket.inet_pton(socket.AF_INET, str(value).strip())
 
 
 def _ipv6(t: FieldType, value: Any) -> bytes:
+    import socket
+
     return socket.inet_pton(socket.AF_INET6, str(value).strip())
 
 
@@ -375,16 +455,23 @@ _VALUE_ENCODERS = {
 }
 
 
-def _uuid_bytes(value: Any, what: str) -> bytes:
+def uuid_bytes(value: Any, what: str) -> bytes:
+    """16 bytes from a UUID's text (``{...}``, ``urn:uuid:`` and bare hex too) or bytes."""
     if isinstance(value, bytes | bytearray) and len(value) == 16:
         return bytes(value)
-    try:
-        return uuid.UUID(str(value).strip()).bytes
-    except ValueError:
-        raise EncodeError(f"{what} {value!r} is not a UUID") from None
+    text = str(value).strip().lower()
+    text = text.removeprefix("urn:uuid:")
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    digits = text.replace("-", "")
+    if len(digits) == 32 and all(c in "0123456789abcdef" for c in digits):
+        return bytes.fromhex(digits)
+    raise EncodeError(f"{what} {value!r} is not a UUID")
 
 
 def _cstr(text: str, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise EncodeError(f"{what} {text!r} is not a string")
     data = text.encode("utf-8", "surrogatepass")
     if b"\0" in data:
         raise EncodeError(f"{what} {text!r} contains NUL")
@@ -392,12 +479,206 @@ def _cstr(text: str, what: str) -> bytes:
 
 
 def _u8(value: int, what: str) -> int:
-    if not 0 <= value <= 0xFF:
-        raise EncodeError(f"{what} must be 0..255, not {value}")
+    if not isinstance(value, int) or not 0 <= value <= 0xFF:
+        raise EncodeError(f"{what} must be 0..255, not {value!r}")
     return value
 
 
 def _u16(value: int, what: str) -> int:
-    if not 0 <= value <= 0xFFFF:
-        raise EncodeError(f"{what} must be 0..65535, not {value}")
+    if not isinstance(value, int) or not 0 <= value <= 0xFFFF:
+        raise EncodeError(f"{what} must be 0..65535, not {value!r}")
     return value
+
+
+# --- compiled plans: the fast form of ``encode`` for events of one shape ---------------
+
+
+class EventPlan:
+    """An event with its header and metadata encoded once; ``encode(values)`` adds the payload.
+
+    ``encode`` is generated for the shape: consecutive fixed-size numbers are
+    packed by one ``struct.Struct``, the other values by packers that accept the
+    plain input only. Anything else (or any error) goes through the general
+    packers, which run :func:`encode`'s own code and raise its EncodeError.
+    """
+
+    __slots__ = ("head", "meta", "general", "encode")
+
+    def __init__(self, head: bytes, meta: bytes, packers: list, general: list) -> None:
+        self.head = head
+        self.meta = meta
+        self.general = general
+        self.encode = _generate(head, meta, packers, self._general)
+
+    def _general(self, values: Any, activity_ext: bytes) -> bytes:
+        if not isinstance(values, list | tuple) or len(values) != len(self.general):
+            raise EncodeError(f"expected {len(self.general)} values, got {values!r}")
+        parts = [g(v) for g, v in zip(self.general, values, strict=True)]
+        data = b"".join([self.head, activity_ext, self.meta, *parts])
+        check_size(len(data))
+        return data
+
+
+def _generate(head: bytes, meta: bytes, packers: list, general: Any):
+    """Source for ``encode(values, activity_ext=b"")`` of one shape, compiled once."""
+    names: dict[str, Any] = {"HEAD": head, "META": meta, "GENERAL": general,
+                             "LIMIT": MAX_EVENT_SIZE, "check_size": check_size}
+    parts, run_codes, run_args = [], [], []
+    order = None
+
+    def flush() -> None:
+        nonlocal order
+        if run_codes:
+            name = f"S{len(names)}"
+            names[name] = struct.Struct(order + "".join(run_codes)).pack
+            parts.append(f"{name}({', '.join(run_args)})")
+            run_codes.clear()
+            run_args.clear()
+        order = None
+
+    for index, packer in enumerate(packers):
+        if isinstance(packer, tuple):  # ("<", "I"): a fixed-size number, joins the run
+            if order is not None and packer[0] != order:
+                flush()
+            order = packer[0]
+            run_codes.append(packer[1])
+            run_args.append(f"v{index}")
+        else:
+            flush()
+            name = f"P{len(names)}"
+            names[name] = packer
+            parts.append(f"{name}(v{index})")
+    flush()
+    names["PREFIX"] = head + meta
+    values = "".join(f"v{i}, " for i in range(len(packers)))
+    body = " + ".join(parts) or "b''"
+    source = (
+        "def encode(values, activity_ext=b''):\n"
+        "    try:\n"
+        f"        ({values}) = values\n"
+        f"        data = {body}\n"
+        "    except Exception:\n"
+        "        return GENERAL(values, activity_ext)\n"
+        "    data = HEAD + activity_ext + META + data if activity_ext else PREFIX + data\n"
+        "    if len(data) > LIMIT:\n"
+        "        check_size(len(data))\n"
+        "    return data\n"
+    )
+    exec(source, names)  # noqa: S102 - generated from type codes, no user text
+    return names["encode"]
+
+
+def compile_event(event: Event) -> EventPlan | None:
+    """The plan for events shaped like ``event`` (its values are ignored).
+
+    None when a field is a struct (those go through :func:`encode`). The
+    activity ids are not part of the plan: pass :func:`activity_extension`'s
+    bytes to ``EventPlan.encode``.
+    """
+    meta = bytearray(_cstr(event.name, "event name"))
+    packers, general = [], []
+    for f in event.fields:
+        ftype, count = parse_type(f.type)
+        if ftype.encoding == E.STRUCT:
+            return None
+        _field_def(f, ftype.encoding, ftype.format, count, meta)
+        packers.append(_packer(ftype, count))
+        general.append(_general_packer(ftype, count, f.name, f.tag))
+    return EventPlan(_header(event), _metadata_extension(meta), packers, general)
+
+
+def _general_packer(ftype: FieldType, count: int | None, name: str, tag: int):
+    """value -> bytes through ``encode``'s own code (every input form, its messages)."""
+    def general(value: Any) -> bytes:
+        payload = bytearray()
+        _payload(ftype, count, Field(name, ftype.name, value, tag), payload)
+        return bytes(payload)
+    return general
+
+
+def _packer(t: FieldType, count: int | None):
+    """value -> bytes for plain input, raising on anything else; (order, code) for a number."""
+    code = t.pack.lstrip(">")
+    order = ">" if t.pack.startswith(">") else _O
+    if code:
+        if count is None:
+            return (order, code)  # packed with its neighbours by one Struct
+        if count:
+            return _carray_packer(struct.Struct(f"{order}{count}{code}").pack, count)
+        return _varray_packer(order, code)
+    one = _string_packer(t) or _fallback_packer(t)
+    if count is None:
+        return one
+    return _any_array_packer(one, count)
+
+
+def _carray_packer(pack, count: int):
+    def carray(values: list) -> bytes:
+        if type(values) is not list or len(values) != count:
+            raise ValueError("not a list of the constant length")
+        return pack(*values)
+    return carray
+
+
+def _varray_packer(order: str, code: str):
+    count = "<H" if LITTLE else ">H"
+    packs: dict[int, Any] = {}  # length -> pack of the u16 count and the elements
+
+    def varray(values: list) -> bytes:
+        if type(values) is not list:
+            raise ValueError("not a list")
+        n = len(values)
+        pack = packs.get(n)
+        if pack is None:
+            if n > 0xFFFF:
+                raise ValueError("too many elements")
+            pack = packs[n] = struct.Struct(f"{count}{n}{code}").pack \
+                if order == count[0] else _split_pack(count, f"{order}{n}{code}")
+            if len(packs) > 64:
+                packs.clear()
+        return pack(n, *values)
+    return varray
+
+
+def _split_pack(count: str, elements: str):
+    head, body = struct.Struct(count).pack, struct.Struct(elements).pack
+
+    def pack(n: int, *values: Any) -> bytes:
+        return head(n) + body(*values)
+    return pack
+
+
+def _any_array_packer(one, count: int):
+    prefix = _U16.pack
+
+    def array(values: list) -> bytes:
+        if type(values) is not list or (count and len(values) != count):
+            raise ValueError("not a list of the right length")
+        body = b"".join([one(v) for v in values])
+        return body if count else prefix(len(values)) + body
+    return array
+
+
+def _string_packer(t: FieldType):
+    if t.encoding == E.ZSTRING_CHAR8:
+        def zstring(value: str) -> bytes:
+            if "\0" in value:
+                raise ValueError("NUL")
+            return value.encode() + b"\0"
+        return zstring
+    if t.encoding == E.STRING_LENGTH16_CHAR8:
+        prefix = _U16.pack
+
+        def counted(value: str) -> bytes:
+            data = value.encode()
+            return prefix(len(data)) + data
+        return counted
+    return None
+
+
+def _fallback_packer(t: FieldType):
+    encoder = _VALUE_ENCODERS.get(t.name, _packed)
+
+    def general(value: Any) -> bytes:
+        return encoder(t, value)
+    return general
