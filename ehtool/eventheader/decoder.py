@@ -193,7 +193,7 @@ class EventHeaderDecoder:
                 if type(hit) is int:
                     # several metadata share these 12 bytes: the whole prefix is the key
                     hit = per_name.get(data[offset:offset + hit])
-                    if hit is not None:
+                    if type(hit) is tuple:  # (not the marker itself: data cut at 12)
                         info = hit[4]
                         return (info.name_json, hit[3](data, offset + hit[2], offset),
                                 info.meta, info, None, None)
@@ -274,6 +274,9 @@ class EventHeaderDecoder:
         key = (tracepoint, header, id(plan))
         info = self._infos.get(key)
         if info is None:
+            if len(self._infos) >= 4 * PLAN_CACHE_MAX:
+                self._infos.clear()
+                self._fast.clear()
             flags, version, ident, tag, opcode, level = header
             info = self._infos[key] = EventInfo(
                 tracepoint, name.provider, name.options, name.keyword, header, plan,

@@ -264,13 +264,14 @@ class _Generator:
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
 
-    def flush(self, indent: int) -> None:
+    def flush(self, indent: int, advance: bool = True) -> None:
         """Read the pending fixed-size values with one unpack and advance ``p``."""
         if not self.codes:
             return
         unpack = self.const(struct.Struct(self.order + "".join(self.codes)).unpack_from)
         self.emit(indent, f"{', '.join(self.targets)}, = {unpack}(data, p)")
-        self.emit(indent, f"p += {self.size}")
+        if advance:
+            self.emit(indent, f"p += {self.size}")
         self.codes, self.targets, self.size = [], [], 0
 
     def fail(self, indent: int, message: str) -> None:
@@ -303,7 +304,7 @@ class _Generator:
             static = 0
         else:
             static = self.members(defs, parts, 2, 1, top=True)
-        self.flush(2)
+        self.flush(2, advance=False)  # the last values: read (bounds checked), no more
         result = self.template(parts)
         body = self.lines[body_start:]
         del self.lines[body_start:]
@@ -315,14 +316,14 @@ class _Generator:
             self.emit(1, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
         self.emit(1, "try:")
         self.lines.extend(body)
-        self.emit(2, f"r = {result}")
+        self.emit(2, f"r = {result}" if self.steps else f"return {result}")
         self.emit(1, "except (_struct_error, IndexError):")
         self.emit(2, "raise _E('field data runs past the end of the event (byte %d)'"
                      " % (p - o)) from None")
         if self.steps:
             self.emit(1, f"if k > {limit - static}:")
             self.emit(2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
-        self.emit(1, "return r")
+            self.emit(1, "return r")
         return "\n".join(self.lines) + "\n"
 
     def members(self, defs: list[FieldDef], parts: list[bytes | _Part], indent: int,

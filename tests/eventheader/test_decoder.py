@@ -303,6 +303,8 @@ def test_events_that_share_header_bytes_but_not_metadata():
         assert decoder.decode(TP, a).fields == b', "aa": 1'
         assert decoder.decode(TP, b).fields == b', "bb": 2'
         assert decoder.decode(TP, c).name_json == b'"Prov:E3"'
+    for cut in range(8, len(a) - 1):  # cut before the payload: an extension past the end
+        assert decoder.decode(TP, a[:cut]) is None
     act = [event([fd(n, E.VALUE8)], b"\1", name=n, activity=bytes(16)) for n in (b"A", b"B")]
     for _ in range(3):
         assert [decoder.decode(TP, x).name_json for x in act] == [b'"Prov:A"', b'"Prov:B"']

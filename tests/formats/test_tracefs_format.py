@@ -98,7 +98,7 @@ def test_bad_format_files_raise_one_line_errors():
                           ("name: x\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\n", "no 'ID:'"),
                           ("name: x\nID: zz\n", "ID is not a number"),
                           ("name: x\nID: 1\nformat:\n\tfield:int a;\toffset:q;\tsize:4;\n",
-                           "bad or missing offset")]:
+                           "bad offset")]:
         with pytest.raises(FormatError, match=message):
             parse_format(text)
 
