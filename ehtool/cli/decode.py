@@ -33,6 +33,8 @@ def _hex_int(value: str) -> int:
               help="json: one document {FILE: [events]}; jsonl: one event per line.")
 @click.option("--compact", is_flag=True,
               help="No spaces (perf-decode's unit-test style) instead of perf-decode's spacing.")
+@click.option("--pretty", is_flag=True,
+              help="Indented JSON, one member per line, for reading (json format only).")
 @click.option("--field-tags/--no-field-tags", default=True, show_default=True,
               help="Append ';tag=0xN' to EventHeader field names that carry a tag.")
 @click.option("--bom/--no-bom", default=False, show_default=True,
@@ -69,9 +71,13 @@ def _hex_int(value: str) -> int:
                    "parentheses; names are fields, then meta keys).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 2), default=2, show_default=True,
               help="Decode big files with two processes (output order is unchanged).")
-@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr, only errors.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No warnings and no progress bar on stderr, only errors. (The progress "
+                   "bar appears only when stderr is a terminal and decoding takes over a "
+                   "second.)")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
-           compact: bool, field_tags: bool, bom: bool, meta_spec: str, input_format: str,
+           compact: bool, pretty: bool, field_tags: bool, bom: bool, meta_spec: str,
+           input_format: str,
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
            level: int | None, keyword: int | None, pids: tuple[int, ...],
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
@@ -90,6 +96,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       ehtool decode perf.data > out.json
       perf record -k monotonic -a -e sched:sched_switch -o - | ehtool decode -
       ehtool decode --compact --no-field-tags -o out.json perf.data
+      ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
     """
     from ehtool.errors import EXIT_INPUT
     from ehtool.output.decode import DecodeOptions, decode_to
@@ -97,6 +104,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.output.filters import Selection
     from ehtool.output.style import JsonStyle
 
+    if pretty and out_format == "jsonl":
+        raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     try:
         meta = parse_meta(meta_spec)
     except ValueError as exc:
@@ -117,6 +126,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         order=order,
         meta=meta,
         jsonl=out_format == "jsonl",
+        pretty=pretty,
         bom=bom,
         input_format=input_format,
         nonsample=nonsample,
@@ -129,14 +139,23 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         options.prefilter = selection.prefilter
         if selection.needs_event():
             options.select = selection.select
-    if output is None:
-        errors = decode_to(sys.stdout.buffer, inputs, options)
-        sys.stdout.buffer.flush()
-    else:
-        from ehtool.output.atomic import atomic_output
+    bar = None
+    if not quiet and sys.stderr.isatty():
+        from ehtool.cli.progress import ProgressBar
 
-        with atomic_output(output) as out:
-            errors = decode_to(out, inputs, options)
+        bar = options.progress = ProgressBar(sys.stderr, "decoding")
+    try:
+        if output is None:
+            errors = decode_to(sys.stdout.buffer, inputs, options)
+            sys.stdout.buffer.flush()
+        else:
+            from ehtool.output.atomic import atomic_output
+
+            with atomic_output(output) as out:
+                errors = decode_to(out, inputs, options)
+    finally:
+        if bar is not None:
+            bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
     if errors:

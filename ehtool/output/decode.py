@@ -35,6 +35,8 @@ class DecodeOptions:
     order: str = "time"  # "time" (perf-decode's order within each round) or "file"
     meta: frozenset[str] = META_DEFAULT
     jsonl: bool = False
+    #: indented multi-line JSON (the json format only)
+    pretty: bool = False
     bom: bool = False
     input_format: str = "perf"  # "perf" or "dat"
     #: keeps a formatted event when it returns True (filters); None keeps all
@@ -49,51 +51,81 @@ class DecodeOptions:
     #: called with each opened PerfDataFile before decoding (filters need its session)
     bind: Callable[[Any], None] | None = None
     warn: Callable[[str], None] | None = None
-    progress: Callable[[int], None] | None = field(default=None, repr=False)
+    #: ``progress(bytes_done, bytes_total)`` after each batch (total 0: unknown)
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
 
 def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> list[EhtoolError]:
     """Write the JSON document for ``inputs`` to ``out``; return the input errors met.
 
     An input that cannot be opened contributes an empty array, as in perf-decode.
+    ``options.progress(done, total)`` is called after each batch of events with
+    the input bytes read so far and their total (0 when unknown: a pipe).
     """
     from ehtool.output.document import DocumentWriter, JsonLinesWriter
 
+    inputs = list(inputs)
+    report = options.progress
+    sizes = [_input_size(path) for path in inputs] if report is not None else []
+    total = 0 if 0 in sizes else sum(sizes)
+    done = 0
+    reading: list[Any] = [None]  # the PerfDataFile being read, for progress
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
-    writer = writer_cls(out, style=options.style, bom=options.bom)
+    writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
     try:
-        for path in inputs:
+        for i, path in enumerate(inputs):
             name = "stdin" if path == "-" else path
             writer.begin_file(name)
             batch: list[bytes] = []
             try:
-                for event in _events(path, options):
+                for event in _events(path, options, reading):
                     batch.append(event)
                     if len(batch) >= _BATCH:
                         writer.events(batch)
                         batch = []
+                        if report is not None and reading[0] is not None:
+                            report(done + reading[0].position, total)
             except EhtoolError as exc:
                 errors.append(exc)
             writer.events(batch)
             writer.end_file()
+            reading[0] = None
+            if report is not None:
+                done += sizes[i]
+                report(done, total)
     finally:
         writer.close()
     return errors
 
 
-def _events(path: str, options: DecodeOptions) -> Iterator[bytes]:
+def _input_size(path: str) -> int:
+    """Bytes in a regular input file; 0 for stdin, pipes and missing files."""
+    import os
+    import stat
+
+    if path == "-":
+        return 0
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _events(path: str, options: DecodeOptions, reading: list[Any]) -> Iterator[bytes]:
     if options.input_format == "dat":
         yield from _dat_events(path, options)
     else:
-        yield from _perf_events(path, options)
+        yield from _perf_events(path, options, reading)
 
 
-def _perf_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
+def _perf_events(path: str, options: DecodeOptions, reading: list[Any]) -> Iterator[bytes]:
     from ehtool.output.events import SampleFormatter
     from ehtool.perfdata import PerfDataFile
 
     with PerfDataFile.open(path) as f:
+        reading[0] = f
         if options.bind is not None:
             options.bind(f)
         fmt = SampleFormatter(

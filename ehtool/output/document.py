@@ -10,7 +10,8 @@
     }
 
 With ``bom=True`` the document starts with a UTF-8 BOM, as perf-decode writes
-when its output is not a terminal. ``JsonLinesWriter`` writes one event per
+when its output is not a terminal; ``pretty=True`` indents every member on its
+own line instead (``--pretty``). ``JsonLinesWriter`` writes one event per
 line instead, for ``jq -c`` and very large files.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from ehtool.output.pretty import indent_json
 from ehtool.output.style import SPACED, JsonStyle
 from ehtool.output.values import utf8_json
 
@@ -27,8 +29,10 @@ BOM = b"\xef\xbb\xbf"
 class DocumentWriter:
     """``{ "file": [ event, ... ], ... }`` written incrementally to a binary stream."""
 
-    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False) -> None:
+    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False,
+                 pretty: bool = False) -> None:
         self.out = out
+        self._pretty = pretty
         # perf-decode puts each event on its own line after one space; the spaced
         # style's value separator adds a second one
         self._first = b"\n " + style.first
@@ -36,12 +40,15 @@ class DocumentWriter:
         self._files = 0
         self._events = 0
         self._open = False
+        if pretty:
+            self._first, self._next = b"\n    ", b",\n    "
         out.write((BOM if bom else b"") + b"{\n")
 
     def begin_file(self, name: str) -> None:
         """Start the array of one input file."""
         key = utf8_json(name.encode("utf-8", "surrogateescape"))
-        self.out.write((b",\n" if self._files else b"") + key + b": [")
+        lead = (b",\n" if self._files else b"") + (b"  " if self._pretty else b"")
+        self.out.write(lead + key + b": [")
         self._files += 1
         self._events = 0
         self._open = True
@@ -50,17 +57,18 @@ class DocumentWriter:
         """Write a batch of already-formatted events."""
         if not events:
             return
+        if self._pretty:
+            events = [indent_json(e, 2) for e in events]
         lead = self._next if self._events else self._first
         self.out.write(lead + self._next.join(events))
         self._events += len(events)
 
     def event(self, event: bytes) -> None:
-        self.out.write((self._next if self._events else self._first) + event)
-        self._events += 1
+        self.events([event])
 
     def end_file(self) -> None:
         if self._open:
-            self.out.write(b" ]")
+            self.out.write((b"\n  ]" if self._events else b"]") if self._pretty else b" ]")
             self._open = False
 
     def close(self) -> None:
@@ -72,7 +80,10 @@ class DocumentWriter:
 class JsonLinesWriter:
     """One JSON event object per line; the input file goes into each event's meta."""
 
-    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False) -> None:
+    def __init__(self, out: BinaryIO, *, style: JsonStyle = SPACED, bom: bool = False,
+                 pretty: bool = False) -> None:
+        if pretty:
+            raise ValueError("JSON Lines cannot be pretty-printed (one event per line)")
         self.out = out
         if bom:
             out.write(BOM)

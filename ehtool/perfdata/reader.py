@@ -127,6 +127,8 @@ class PerfDataFile:
         self._data_end = 0
         self._declared_end = 0
         self._consumed = False
+        #: absolute offset up to which records have been read (for progress reports)
+        self.position = 0
 
     # -- opening ---------------------------------------------------------------
 
@@ -450,7 +452,7 @@ class PerfDataFile:
                 self._truncated(new, end)
                 return
             self._release(pos, new)
-            pos = new
+            pos = self.position = new
 
     def _release(self, start: int, end: int) -> None:
         """Drop the page cache mappings of records already read (samples hold copies),
@@ -492,6 +494,7 @@ class PerfDataFile:
             if self._fatal is not None:
                 return
             base += pos
+            self.position = base
             buf = buf[pos:]
         if buf:
             self._truncated(base, base + len(buf))
