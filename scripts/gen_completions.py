@@ -14,7 +14,9 @@ FILES = {"bash": "ehtool.bash", "zsh": "_ehtool", "fish": "ehtool.fish"}
 def generate() -> dict[str, str]:
     sys.path.insert(0, str(REPO))
     from ehtool.cli import cli
+    from ehtool.cli.completion import install
 
+    install()
     out = {}
     for shell, name in FILES.items():
         comp = get_completion_class(shell)(cli, {}, "ehtool", "_EHTOOL_COMPLETE")

@@ -9,6 +9,8 @@ need=()
 command -v perf >/dev/null || need+=(linux-perf)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v man >/dev/null || need+=(man-db)
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

@@ -39,13 +39,63 @@ def test_bash_script_parses_and_completes():
     assert "_ehtool_completion" in done.stdout
 
 
-@pytest.mark.parametrize("shell", ["zsh", "fish"])
-def test_other_shells_parse(shell):
-    exe = shutil.which(shell)
+def _shell(name: str) -> str:
+    exe = shutil.which(name)
     if exe is None:
-        pytest.skip(f"{shell} is not installed here")
-    name = {"zsh": "_ehtool", "fish": "ehtool.fish"}[shell]
-    assert subprocess.run([exe, "-n", str(REPO / "completions" / name)]).returncode == 0
+        pytest.skip(f"{name} is not installed here (tests/run.sh installs it)")
+    return exe
+
+
+@pytest.fixture
+def path_with_ehtool(tmp_path) -> dict[str, str]:
+    """An environment whose PATH runs this checkout's ehtool, as an installed one would."""
+    exe = tmp_path / "ehtool"
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m ehtool "$@"\n')
+    exe.chmod(0o755)
+    return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+
+
+def test_fish_completes_commands_options_choices_and_files(path_with_ehtool):
+    fish = _shell("fish")
+    script = REPO / "completions" / "ehtool.fish"
+    assert subprocess.run([fish, "-n", str(script)]).returncode == 0
+
+    def complete(line: str) -> list[str]:
+        done = subprocess.run([fish, "-c", f"source {script}; complete -C '{line}'"],
+                              env=path_with_ehtool, capture_output=True, text=True,
+                              cwd=REPO)
+        assert done.stderr == "", done.stderr
+        return done.stdout.splitlines()
+
+    assert [c.split("\t")[0] for c in complete("ehtool dec")] == ["decode"]
+    assert complete("ehtool dec")[0].startswith("decode\tDecode perf.data")
+    assert any(c.startswith("--sort\ttime: ") for c in complete("ehtool decode --so"))
+    assert complete("ehtool decode --sort ") == ["file", "time"]
+    assert "examples/sched.data" in complete("ehtool decode examples/sc")
+
+
+def test_zsh_function_turns_the_response_into_candidates(path_with_ehtool):
+    zsh = _shell("zsh")
+    script = REPO / "completions" / "_ehtool"
+    assert subprocess.run([zsh, "-n", str(script)]).returncode == 0
+    # zsh's completion builtins stubbed to print what the function hands them
+    stubs = ("compdef() { :; }; "
+             "_describe() { for x in ${(P)3}; do print -r -- \"described $x\"; done; }; "
+             "compadd() { for x in ${(P)${@[-1]}}; do print -r -- \"added $x\"; done; }; "
+             "_path_files() { print -r -- \"files $*\"; }; ")
+
+    def complete(*words: str) -> list[str]:
+        code = (f"{stubs} source {script}; words=({' '.join(words)}); "
+                f"CURRENT={len(words)}; _ehtool_completion")
+        done = subprocess.run([zsh, "-f", "-c", code], env=path_with_ehtool,
+                              capture_output=True, text=True, cwd=REPO)
+        assert done.stderr == "", done.stderr
+        return done.stdout.splitlines()
+
+    assert complete("ehtool", "dec") == ["described decode:Decode perf.data FILEs (``-`` "
+                                         "reads a..."]
+    assert complete("ehtool", "decode", "--sort", "''") == ["added time", "added file"]
+    assert complete("ehtool", "decode", "''") == ["files -f"]
 
 
 def _commands():

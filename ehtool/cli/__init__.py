@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
 import click
@@ -68,6 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: runs the group and maps errors to exit codes."""
     from ehtool.errors import EhtoolError
 
+    if "_EHTOOL_COMPLETE" in os.environ:  # a shell asks for completions
+        from ehtool.cli.completion import install
+
+        install()
     try:
         cli.main(args=argv, prog_name="ehtool", standalone_mode=False)
     except click.exceptions.Abort:
@@ -88,8 +93,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # a bug: one line, the traceback only on request
-        import os
-
         if os.environ.get("EHTOOL_DEBUG"):
             raise
         click.echo(f"ehtool: internal error: {type(exc).__name__}: {exc} "

@@ -49,3 +49,49 @@ def complete_tracepoints(ctx: click.Context, param: click.Parameter,
     except OSError:
         return []
     return [CompletionItem(n, type="plain") for n in out if n.startswith(incomplete)]
+
+
+# -- fish: click's own fish script does not match its response format (click 8.4
+# splits each line on a literal newline), so ehtool ships one that does, with a
+# response of one tab-separated line per item whatever the click version.
+
+_FISH_SOURCE = """\
+function %(complete_func)s
+    set -l response (env %(complete_var)s=fish_complete COMP_WORDS=(commandline -cp) \\
+        COMP_CWORD=(commandline -t) %(prog_name)s)
+    for line in $response
+        set -l item (string split -m 2 \\t -- $line)
+        switch $item[1]
+            case dir
+                __fish_complete_directories $item[2]
+            case file
+                __fish_complete_path $item[2]
+            case plain
+                if test "$item[3]" != _
+                    printf '%%s\\t%%s\\n' $item[2] $item[3]
+                else
+                    printf '%%s\\n' $item[2]
+                end
+        end
+    end
+end
+
+complete --no-files --command %(prog_name)s --arguments "(%(complete_func)s)"
+"""
+
+
+def install() -> None:
+    """Register ehtool's fish completion class with click (done only when completing
+    or generating the scripts, so ordinary runs do not import click's completion)."""
+    from click.shell_completion import FishComplete, add_completion_class
+
+    class EhtoolFishComplete(FishComplete):
+        source_template = _FISH_SOURCE
+
+        def format_completion(self, item: CompletionItem) -> str:
+            def flat(text: str) -> str:
+                return " ".join(text.split())
+
+            return f"{item.type}\t{flat(item.value)}\t{flat(item.help or '') or '_'}"
+
+    add_completion_class(EhtoolFishComplete, "fish")

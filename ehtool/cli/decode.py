@@ -21,8 +21,9 @@ def _hex_int(value: str) -> int:
 
 
 @click.command()
-@click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
-@click.option("-o", "--output", metavar="FILE",
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE...",
+                type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False),
               help="Write to FILE (atomically: complete or not at all) instead of stdout.")
 @click.option("--sort", "order", type=click.Choice(["time", "file"]), default="time",
               show_default=True,

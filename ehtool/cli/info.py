@@ -6,7 +6,7 @@ import click
 
 
 @click.command()
-@click.argument("path", metavar="FILE")
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object for scripts.")
 def info(path: str, as_json: bool) -> None:
     """Show a perf.data file's header and features (host, OS release, perf version,

@@ -23,8 +23,10 @@ class _RecordCommand(click.Command):
 @click.command(cls=_RecordCommand)
 @click.argument("specs", nargs=-1, metavar="SPEC...", shell_complete=complete_tracepoints)
 @click.option("-o", "--output", default="perf.data", show_default=True, metavar="FILE",
+              type=click.Path(dir_okay=False, allow_dash=True),
               help="perf.data file to write; '-' streams pipe-mode data to stdout.")
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
+              type=click.Path(dir_okay=False, allow_dash=True),
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
 @click.option("--provider", metavar="NAME",
               help="Record EventHeader tracepoints NAME_L<level>K<keyword> for every "

@@ -8,6 +8,7 @@ import click
 @click.command()
 @click.argument("definitions", nargs=-1, metavar="[DEFINITION...]")
 @click.option("-i", "--input", "files", multiple=True, metavar="FILE",
+              type=click.Path(dir_okay=False, allow_dash=True),
               help="Read definitions from FILE, one a line ('#' comments and blank lines "
                    "skipped). Repeatable.")
 @click.option("--provider", metavar="NAME",

@@ -71,7 +71,8 @@ _TYPES_HELP = (
 @click.option("--group", metavar="NAME", help="Provider group (the tracepoint's G option).")
 @click.option("--batch", is_flag=True,
               help="Read events as JSON Lines from stdin (or -i FILE); see below.")
-@click.option("-i", "--input", "input_file", metavar="FILE", help="Batch input file.")
+@click.option("-i", "--input", "input_file", metavar="FILE", help="Batch input file.",
+              type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--strict", is_flag=True, help="Batch: stop at the first bad line.")
 @click.option("--require-enabled", is_flag=True,
               help="Exit 3 when no session has the tracepoint enabled (nothing written).")
