@@ -1,90 +1,36 @@
-"""The ``ehtool`` command line: a click group whose subcommands load lazily.
+"""The ``ehtool`` command line.
 
-Only click is imported here. Each subcommand lives in its own module and is
-imported when it runs (or when its help is shown), so shell completion and
-``ehtool write`` in a loop stay fast.
+:func:`main` is the console script. It imports no third-party module itself:
+plain ``ehtool write`` runs through :mod:`ehtool.cli.fast_write` without click
+(shell loops pay for the interpreter only); everything else goes to the click
+group in :mod:`ehtool.cli.app`, whose subcommands load lazily.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import contextlib
 import os
 import sys
-
-import click
-
-from ehtool import __version__
-
-#: subcommand name -> (module, attribute, one-line help shown in ``ehtool --help``)
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "decode": ("ehtool.cli.decode", "decode", "Decode perf.data files into perf-decode JSON."),
-    "info": ("ehtool.cli.info", "info", "Show a perf.data file's header, features and counts."),
-    "register": ("ehtool.cli.register", "register", "Register user_events tracepoints."),
-    "unregister": ("ehtool.cli.unregister", "unregister", "Delete user_events tracepoints."),
-    "list": ("ehtool.cli.list_events", "list_events", "List the user_events the kernel knows."),
-    "write": ("ehtool.cli.write", "write", "Write one EventHeader event (or a batch)."),
-    "record": ("ehtool.cli.record", "record", "Run a supervised perf record session."),
-}
+from typing import Any
 
 
-class LazyGroup(click.Group):
-    """A group that imports a subcommand's module only when it is needed."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, (module, _, _) in COMMANDS.items() if _available(module)]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None or not _available(entry[0]):
-            return None
-        module, attr, _ = entry
-        return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
-def _available(module: str) -> bool:
-    """True when the module's file exists (without importing it)."""
-    return importlib.util.find_spec(module) is not None
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="ehtool")
-def cli() -> None:
-    """Register, write, record and decode Linux user_events tracepoints
-    in the EventHeader format.
-
-    \b
-    Exit codes: 0 success, 1 bad input, 2 usage error, 3 event not enabled
-    (write --require-enabled), 4 kernel interface error, 5 perf failed.
-    """
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: runs the group and maps errors to exit codes."""
+def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
+    """Console-script entry point: runs a command and maps errors to exit codes."""
     from ehtool.errors import EhtoolError
 
-    if "_EHTOOL_COMPLETE" in os.environ:  # a shell asks for completions
-        from ehtool.cli.completion import install
-
-        install()
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        cli.main(args=argv, prog_name="ehtool", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("ehtool: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        if fast and args[:1] == ["write"] and "_EHTOOL_COMPLETE" not in os.environ:
+            from ehtool.cli.fast_write import run as run_fast
+
+            status = run_fast(args[1:])
+            if status is not None:
+                sys.exit(status)
+        from ehtool.cli.app import run
+
+        run(args)
     except EhtoolError as exc:
-        click.echo(f"ehtool: error: {exc}", err=True)
+        _error(f"ehtool: error: {exc}")
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         # The reader went away (``ehtool decode x | head``): not an error.
@@ -95,17 +41,30 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: one line, the traceback only on request
         if os.environ.get("EHTOOL_DEBUG"):
             raise
-        click.echo(f"ehtool: internal error: {type(exc).__name__}: {exc} "
-                   "(set EHTOOL_DEBUG=1 for the traceback)", err=True)
+        _error(f"ehtool: internal error: {type(exc).__name__}: {exc} "
+               "(set EHTOOL_DEBUG=1 for the traceback)")
         sys.exit(1)
     sys.exit(0)
 
 
-def _silence_stdout() -> None:
-    import os
+def _error(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    print(message, file=sys.stderr, flush=True)
 
+
+def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except OSError:
         pass
+
+
+def __getattr__(name: str) -> Any:
+    """``ehtool.cli.cli`` and ``COMMANDS`` (the click group) load on first use."""
+    if name in ("cli", "COMMANDS", "LazyGroup"):
+        from ehtool.cli import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'ehtool.cli' has no attribute {name!r}")

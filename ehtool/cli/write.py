@@ -6,41 +6,21 @@ import sys
 
 import click
 
-_LEVELS = {"critical": 1, "error": 2, "warning": 3, "info": 4, "information": 4, "verbose": 5}
-_OPCODES = {"info": 0, "start": 1, "activity_start": 1, "stop": 2, "activity_stop": 2,
-            "collection_start": 3, "collection_stop": 4, "extension": 5, "reply": 6,
-            "resume": 7, "suspend": 8, "send": 9, "receive": 240}
+from ehtool.cli.write_args import VALUE_OPTIONS, write_one
 
 
-def _named_int(table: dict[str, int], what: str, lo: int, hi: int):
-    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-        if value is None:
-            return None
-        number = table.get(value.lower())
-        if number is None:
-            try:
-                number = int(value, 0)
-            except ValueError:
-                raise click.BadParameter(
-                    f"{value!r}: give a number or one of {', '.join(table)}") from None
-        if not lo <= number <= hi:
-            raise click.BadParameter(f"{what} must be {lo}..{hi}")
-        return number
-    return convert
+def _option(flag: str):
+    """A click callback converting ``flag``'s text with the shared converter."""
+    convert = VALUE_OPTIONS[flag][1]
 
-
-def _int_range(lo: int, hi: int):
-    def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
         if value is None:
             return None
         try:
-            number = int(value, 0)
-        except ValueError:
-            raise click.BadParameter(f"{value!r} is not a number (decimal or 0x hex)") from None
-        if not lo <= number <= hi:
-            raise click.BadParameter(f"must be {lo}..{hi:#x}")
-        return number
-    return convert
+            return convert(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return callback
 
 
 _TYPES_HELP = (
@@ -55,17 +35,17 @@ _TYPES_HELP = (
 @click.argument("provider", required=False)
 @click.argument("event", required=False)
 @click.argument("fields", nargs=-1, metavar="[FIELD...]")
-@click.option("--level", callback=_named_int(_LEVELS, "level", 1, 255), default="5",
+@click.option("--level", callback=_option("--level"), default="5",
               show_default=True, help="Level: 1-255 or critical, error, warning, info, verbose.")
-@click.option("--keyword", callback=_int_range(0, (1 << 64) - 1), default="1", show_default=True,
+@click.option("--keyword", callback=_option("--keyword"), default="1", show_default=True,
               help="Keyword bits (hex 0x.. or decimal).")
-@click.option("--opcode", callback=_named_int(_OPCODES, "opcode", 0, 255), default="0",
+@click.option("--opcode", callback=_option("--opcode"), default="0",
               help="Opcode: 0-255 or info, start, stop, reply, send, receive, ...")
-@click.option("--id", "event_id", callback=_int_range(0, 0xFFFF), default="0",
+@click.option("--id", "event_id", callback=_option("--id"), default="0",
               help="Stable event id.")
-@click.option("--version", "event_version", callback=_int_range(0, 0xFF), default="0",
+@click.option("--version", "event_version", callback=_option("--version"), default="0",
               help="Event version.")
-@click.option("--tag", callback=_int_range(0, 0xFFFF), default="0", help="Event tag.")
+@click.option("--tag", callback=_option("--tag"), default="0", help="Event tag.")
 @click.option("--activity", metavar="UUID", help="Activity id.")
 @click.option("--related-activity", metavar="UUID", help="Related (parent) activity id.")
 @click.option("--group", metavar="NAME", help="Provider group (the tracepoint's G option).")
@@ -109,31 +89,29 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
       ehtool write --dry-run MyProvider Ev n:u32=7 xs:u8[]=1,2,3
       ehtool write --batch < events.jsonl
     """
-    from ehtool.eventheader.writer import EventWriter, WriteDefaults
-
-    defaults = WriteDefaults(level=level, keyword=keyword, opcode=opcode, id=event_id,
-                             version=event_version, tag=tag, activity=activity,
-                             related_activity=related_activity, group=group)
-    out = sys.stdout
-
     def say(message: str) -> None:
         if verbose:
             click.echo(message, err=True)
 
-    writer = EventWriter(dry_run=dry_run, out=out, say=say)
-    try:
-        if batch or input_file:
-            if provider or event or fields:
-                raise click.UsageError("--batch takes events from its input, not arguments")
-            status = writer.batch(input_file, defaults, strict=strict,
+    values = dict(level=level, keyword=keyword, opcode=opcode, id=event_id,
+                  version=event_version, tag=tag, activity=activity,
+                  related_activity=related_activity, group=group)
+    if batch or input_file:
+        from ehtool.eventheader.writer import EventWriter, WriteDefaults
+
+        if provider or event or fields:
+            raise click.UsageError("--batch takes events from its input, not arguments")
+        writer = EventWriter(dry_run=dry_run, out=sys.stdout, say=say)
+        try:
+            status = writer.batch(input_file, WriteDefaults(**values), strict=strict,
                                   require_enabled=require_enabled,
                                   warn=lambda m: click.echo(f"ehtool: error: {m}", err=True))
-        else:
-            if not provider or not event:
-                raise click.UsageError("give PROVIDER and EVENT (or --batch)")
-            status = writer.one(provider, event, list(fields), defaults,
-                                require_enabled=require_enabled)
-    finally:
-        writer.close()
+        finally:
+            writer.close()
+    else:
+        if not provider or not event:
+            raise click.UsageError("give PROVIDER and EVENT (or --batch)")
+        status = write_one(provider, event, list(fields), values,
+                           require_enabled=require_enabled, dry_run=dry_run, say=say)
     if status:
         sys.exit(status)

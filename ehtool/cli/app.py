@@ -1,0 +1,82 @@
+"""The ``ehtool`` click group, whose subcommands load lazily.
+
+Only click is imported here. Each subcommand lives in its own module and is
+imported when it runs (or when its help is shown), so shell completion stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+
+import click
+
+from ehtool import __version__
+
+#: subcommand name -> (module, attribute, one-line help shown in ``ehtool --help``)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "decode": ("ehtool.cli.decode", "decode", "Decode perf.data files into perf-decode JSON."),
+    "info": ("ehtool.cli.info", "info", "Show a perf.data file's header, features and counts."),
+    "register": ("ehtool.cli.register", "register", "Register user_events tracepoints."),
+    "unregister": ("ehtool.cli.unregister", "unregister", "Delete user_events tracepoints."),
+    "list": ("ehtool.cli.list_events", "list_events", "List the user_events the kernel knows."),
+    "write": ("ehtool.cli.write", "write", "Write one EventHeader event (or a batch)."),
+    "record": ("ehtool.cli.record", "record", "Run a supervised perf record session."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when it is needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (module, _, _) in COMMANDS.items() if _available(module)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or not _available(entry[0]):
+            return None
+        module, attr, _ = entry
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _available(module: str) -> bool:
+    """True when the module's file exists (without importing it)."""
+    return importlib.util.find_spec(module) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="ehtool")
+def cli() -> None:
+    """Register, write, record and decode Linux user_events tracepoints
+    in the EventHeader format.
+
+    \b
+    Exit codes: 0 success, 1 bad input, 2 usage error, 3 event not enabled
+    (write --require-enabled), 4 kernel interface error, 5 perf failed.
+    """
+
+
+def run(args: list[str]) -> None:
+    """Run the click group on ``args``, mapping click's own exceptions to exit codes
+    (ehtool's errors are left to :func:`ehtool.cli.main`)."""
+    if "_EHTOOL_COMPLETE" in os.environ:  # a shell asks for completions
+        from ehtool.cli.completion import install
+
+        install()
+    try:
+        cli.main(args=args, prog_name="ehtool", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("ehtool: aborted", err=True)
+        raise SystemExit(130) from None
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
