@@ -128,6 +128,10 @@ class EventWriter:
         send = self.send
         stream = open(path, "rb") if path else sys.stdin.buffer  # noqa: SIM115
         bad = disabled = written = 0
+        # dry-run lines go out in chunks (stdout may be unbuffered: PYTHONUNBUFFERED),
+        # one by one when a person types the input
+        pending: list[str] = []
+        chunk = 1 if stream.isatty() else 256
         try:
             for number, line in enumerate(stream, 1):
                 try:
@@ -162,13 +166,18 @@ class EventWriter:
                     bad += 1
                     continue
                 if dry_write is not None:
-                    dry_write(f"{tracepoint} {data.hex()}\n")
+                    pending.append(f"{tracepoint} {data.hex()}\n")
                     written += 1
+                    if len(pending) >= chunk:
+                        dry_write("".join(pending))
+                        pending.clear()
                 elif not send(tracepoint, data):
                     disabled += 1
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=source) from None
         finally:
+            if pending:
+                dry_write("".join(pending))
             self.written += written
             if path:
                 stream.close()
