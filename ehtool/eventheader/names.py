@@ -10,7 +10,7 @@ error naming the rule that was broken.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: user_events field list that every EventHeader tracepoint is registered with
 EVENTHEADER_COMMAND_TYPES = "u8 eventheader_flags; u8 version; u16 id; u16 tag; u8 opcode; u8 level"
@@ -29,8 +29,7 @@ class InvalidNameError(ValueError):
     """A tracepoint or provider name that breaks a naming rule."""
 
 
-@dataclass(frozen=True, slots=True)
-class TracepointName:
+class TracepointName(NamedTuple):
     """The parts of an EventHeader tracepoint name."""
 
     provider: str

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehtool.eventheader import encoder
-from ehtool.eventheader.encoder import EncodeError, Event, EventPlan, Field, compile_event, encode
+from ehtool.eventheader.encode_plans import EventPlan, compile_event
+from ehtool.eventheader.encoder import EncodeError, Event, Field, encode
 from ehtool.eventheader.writer import EventWriter, WriteDefaults
 
 # (type, plain input the fast packers take, other input only the general code takes)
