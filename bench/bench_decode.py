@@ -70,6 +70,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the generated files in this directory")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per tool; the median is printed (this machine is noisy)")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -87,17 +89,20 @@ def main() -> None:
                   f"{time.perf_counter() - t:.1f} s")
         files[label] = dst
     perf = shutil.which("perf")
-    print(f"\n{'file':14} {'tool':22} {'events/s':>12} {'seconds':>8} {'peak RSS':>9}")
+    print(f"\n{'file':14} {'tool':22} {'events/s':>12} {'seconds':>8} {'peak RSS':>9}"
+          f"  (median of {args.repeat}; best events/s)")
     for label, path in files.items():
         total, eh = count_samples(path)
         tools = [("ehtool decode", [sys.executable, "-m", "ehtool", "decode", str(path)])]
         if perf:
             tools.append(("perf script", [perf, "script", "-i", str(path)]))
         for name, argv in tools:
-            seconds, rss, status = run(argv)
+            runs = sorted(run(argv) for _ in range(max(1, args.repeat)))
+            seconds, rss, status = runs[len(runs) // 2]
+            rss = max(r[1] for r in runs)
             note = "" if status == 0 else f"  (exit {status})"
             print(f"{label:14} {name:22} {total / seconds:12,.0f} {seconds:8.2f} "
-                  f"{rss:7d} MB{note}")
+                  f"{rss:7d} MB  ({total / runs[0][0]:,.0f}){note}")
         print(f"{'':14} ({total:,} samples, {eh:,} EventHeader)")
     if not args.keep:
         shutil.rmtree(work)

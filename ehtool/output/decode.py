@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from ehtool.errors import EhtoolError
 from ehtool.output.events import META_DEFAULT
@@ -73,28 +73,31 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
         for i, path in enumerate(inputs):
             name = "stdin" if path == "-" else path
             writer.begin_file(name)
-            batch: list[bytes] = []
             try:
-                for event in _events(path, options, reading):
-                    batch.append(event)
-                    if len(batch) >= _BATCH:
-                        writer.events(batch)
-                        batch = []
-                        if report is not None and reading[0] is not None:
-                            report(done + reading[0].position, total)
+                for batch in _batches(path, options, reading, writer):
+                    if type(batch) is _Spliced:  # the second core's half, framed
+                        writer.splice(batch.file, batch.count)
+                        continue
+                    writer.events(batch)
+                    if report is not None and reading[0] is not None:
+                        report(done + reading[0].position, total)
             except EhtoolError as exc:
                 errors.append(exc)
-            writer.events(batch)
             writer.end_file()
             reading[0] = None
             if report is not None:
                 done += sizes[i]
                 report(done, total)
     finally:
+        gc.set_threshold(*threshold)
         writer.close()
     return errors
 
@@ -113,14 +116,23 @@ def _input_size(path: str) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-def _events(path: str, options: DecodeOptions, reading: list[Any]) -> Iterator[bytes]:
+class _Spliced(NamedTuple):
+    """Events another process formatted and framed into ``file`` (at its start)."""
+
+    file: BinaryIO
+    count: int
+
+
+def _batches(path: str, options: DecodeOptions, reading: list[Any],
+             writer: Any) -> Iterator[list[bytes] | _Spliced]:
+    """The formatted events of one input, a list at a time."""
     if options.input_format == "dat":
-        yield from _dat_events(path, options)
-    else:
-        yield from _perf_events(path, options, reading)
+        return _dat_batches(path, options)
+    return _perf_batches(path, options, reading, writer)
 
 
-def _perf_events(path: str, options: DecodeOptions, reading: list[Any]) -> Iterator[bytes]:
+def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
+                  writer: Any) -> Iterator[list[bytes] | _Spliced]:
     from ehtool.output.events import SampleFormatter
     from ehtool.perfdata import PerfDataFile
 
@@ -140,9 +152,9 @@ def _perf_events(path: str, options: DecodeOptions, reading: list[Any]) -> Itera
         )
         split = _split_point(f, options)
         if split is None:
-            yield from _format(f, fmt, options)
+            yield from _format_batches(f, fmt, options)
         else:
-            yield from _two_cores(f, fmt, options, split)
+            yield from _two_cores(f, fmt, options, split, writer)
 
 
 def _split_point(f: Any, options: DecodeOptions) -> int | None:
@@ -154,76 +166,92 @@ def _split_point(f: Any, options: DecodeOptions) -> int | None:
     return f.split_point()
 
 
-def _two_cores(f: Any, fmt: Any, options: DecodeOptions, split: int) -> Iterator[bytes]:
-    """Decode the second half in a forked child (into a temporary file) while this
-    process decodes and yields the first half, then yield the child's events.
+def _two_cores(f: Any, fmt: Any, options: DecodeOptions, split: int,
+               writer: Any) -> Iterator[list[bytes] | _Spliced]:
+    """Decode the second half in a forked child while this process decodes and
+    yields the first half, then hand over the child's output, already framed by
+    ``writer.continuation`` in a temporary file, to be spliced in.
 
     Both halves start at a FINISHED_ROUND, so the output order is the one-process order.
     """
+    import os
     import tempfile
 
     start, end = f.data_range
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        yield from _fork_halves(f, fmt, options, start, split, end, out, err)
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            _child_half(f, fmt, options, split, end, writer, out, err)
+        try:
+            f.restrict(start, split)
+            yield from _format_batches(f, fmt, options)
+        finally:
+            _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        count, _, message = err.read().decode("utf-8", "replace").partition("\n")
+        if not count:
+            raise EhtoolError(f"the decoding worker died (wait status {status})")
+        out.seek(0)
+        yield _Spliced(out, int(count))
+        if message:
+            raise EhtoolError(message)
 
 
-def _fork_halves(f: Any, fmt: Any, options: DecodeOptions, start: int, split: int, end: int,
-                 out: Any, err: Any) -> Iterator[bytes]:
+def _child_half(f: Any, fmt: Any, options: DecodeOptions, start: int, end: int, writer: Any,
+                out: Any, err: Any) -> None:
+    """The forked worker: format ``[start, end)`` into ``out``; report ``COUNT\nERROR``
+    in ``err``; exit without returning."""
+    import gc
     import os
 
-    pid = os.fork()
-    if pid == 0:  # child: never returns
-        status = 0
-        try:
-            f.restrict(split, end)
-            with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
-                for event in _format(f, fmt, options):
-                    sink.write(event + b"\n")
-        except EhtoolError as exc:
-            err.write(str(exc).encode())
-        except BaseException as exc:  # reported by the parent, which owns stderr's story
-            err.write(f"internal error in the decoding worker: {exc!r}".encode())
-            status = 1
-        finally:
-            err.flush()
-            os._exit(status)
+    status, count, message = 0, 0, ""
     try:
-        f.restrict(start, split)
-        yield from _format(f, fmt, options)
+        gc.freeze()  # the parent's objects: never collected here
+        f.restrict(start, end)
+        with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
+            sub = writer.continuation(sink)
+            try:
+                for batch in _format_batches(f, fmt, options):
+                    sub.events(batch)
+                    count += len(batch)
+            except EhtoolError as exc:
+                message = str(exc)
+    except BaseException as exc:  # reported by the parent, which owns stderr's story
+        message = f"internal error in the decoding worker: {exc!r}"
+        status = 1
     finally:
-        _, status = os.waitpid(pid, 0)
-    out.seek(0)
-    for line in out:
-        yield line[:-1]
-    err.seek(0)
-    message = err.read().decode("utf-8", "replace")
-    if message:
-        raise EhtoolError(message)
+        err.write(f"{count}\n{message}".encode())
+        err.flush()
+        os._exit(status)
 
 
-def _format(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[bytes]:
-    """The formatted (and filtered) events of an open perf.data file."""
-    format_sample = fmt.format
+def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[bytes]]:
+    """The formatted (and filtered) events of an open perf.data file, a list at a time."""
     prefilter = options.prefilter
     select = options.select
-    if options.nonsample:
-        stream = f.records(order=options.order, nonsample=True)
-    else:
-        stream = f.samples(order=options.order)
-    for sample in stream:
-        if prefilter is not None and not prefilter(sample):
-            continue
-        if sample.is_sample:
-            event = format_sample(sample)
-        else:
-            event = fmt.format_record(sample)
-            if event is None:
+    if prefilter is None and select is None and not options.nonsample:
+        format_many = fmt.format_many
+        for batch in f.batches(options.order, nonsample=False):
+            yield format_many(batch)
+        return
+    format_sample = fmt.format
+    for batch in f.batches(options.order, nonsample=options.nonsample):
+        out = []
+        for sample in batch:
+            if prefilter is not None and not prefilter(sample):
                 continue
-        if select is None or select(sample, event):
-            yield event
+            if sample.is_sample:
+                event = format_sample(sample)
+            else:
+                event = fmt.format_record(sample)
+                if event is None:
+                    continue
+            if select is None or select(sample, event):
+                out.append(event)
+        yield out
 
 
-def _dat_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
+def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
     from ehtool.eventheader.dat import iter_dat
     from ehtool.eventheader.decoder import EventHeaderDecoder
 
@@ -231,10 +259,15 @@ def _dat_events(path: str, options: DecodeOptions) -> Iterator[bytes]:
     decoder = EventHeaderDecoder(s)
     head = b"{" + s.first + b'"n"' + s.colon
     meta_key = s.sep + b'"meta"' + s.colon
+    out: list[bytes] = []
     for name, data in iter_dat(path):
         ev = decoder.decode(name, data, 0)
         if ev is None:
             continue
         meta = ev.meta[len(s.sep):]
         meta_obj = meta_key + (b"{" + s.first + meta + s.close_obj if meta else s.empty_obj)
-        yield head + ev.name_json + ev.fields + meta_obj + s.close_obj
+        out.append(head + ev.name_json + ev.fields + meta_obj + s.close_obj)
+        if len(out) >= _BATCH:
+            yield out
+            out = []
+    yield out

@@ -66,6 +66,25 @@ class DocumentWriter:
     def event(self, event: bytes) -> None:
         self.events([event])
 
+    def continuation(self, out: BinaryIO) -> DocumentWriter:
+        """A writer that frames events for ``out`` as if they followed this one's
+        (no document header): a second process formats its half into a file that
+        :meth:`splice` then copies."""
+        other = object.__new__(DocumentWriter)
+        other.__dict__.update(self.__dict__, out=out, _events=1, _open=False)
+        return other
+
+    def splice(self, src: BinaryIO, count: int) -> None:
+        """Copy ``count`` events framed by a :meth:`continuation` from ``src``."""
+        if not count:
+            return
+        if not self._events:  # they were framed as followers: the first lead differs
+            lead = src.read(len(self._next))
+            assert lead == self._next, lead
+            self.out.write(self._first)
+        _copy(src, self.out)
+        self._events += count
+
     def end_file(self) -> None:
         if self._open:
             self.out.write((b"\n  ]" if self._events else b"]") if self._pretty else b" ]")
@@ -98,8 +117,19 @@ class JsonLinesWriter:
     def event(self, event: bytes) -> None:
         self.out.write(event + b"\n")
 
+    def continuation(self, out: BinaryIO) -> JsonLinesWriter:
+        return JsonLinesWriter(out)
+
+    def splice(self, src: BinaryIO, count: int) -> None:
+        _copy(src, self.out)
+
     def end_file(self) -> None:
         pass
 
     def close(self) -> None:
         pass
+
+
+def _copy(src: BinaryIO, dst: BinaryIO) -> None:
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)

@@ -56,6 +56,10 @@ def _check_meta(key: str) -> str:
     return key
 
 
+#: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
+_TIME_CPU_TID = (1 << 1) | (1 << 2) | (1 << 7)
+
+
 class SampleFormatter:
     """Formats samples of one perf.data file as JSON event objects (bytes)."""
 
@@ -115,6 +119,18 @@ class SampleFormatter:
             handler = self._handlers[sample.desc] = self._make_handler(sample.desc)
         return handler(sample)
 
+    def format_many(self, samples: list) -> list[bytes]:
+        """The JSON objects for a list of samples (the decode hot loop)."""
+        handlers = self._handlers
+        out = []
+        append = out.append
+        for sample in samples:
+            handler = handlers.get(sample.desc)
+            if handler is None:
+                handler = handlers[sample.desc] = self._make_handler(sample.desc)
+            append(handler(sample))
+        return out
+
     def format_record(self, record: Any) -> bytes | None:
         """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):
         ``{ "n": "perf:comm", "pid": ..., ..., "meta": { ... } }``; None for other types."""
@@ -143,9 +159,23 @@ class SampleFormatter:
             render = raw_renderer(self.style)
         plain_meta_extra = self._plain_meta_extra(provider, event)
         plain_head = self._k_n + name_json
+        # time, cpu and tid recorded for every sample of this event, and those wanted:
+        # the meta object is one template (extra members last)
+        fast = self._fast_meta if desc.sample_type & _TIME_CPU_TID == _TIME_CPU_TID else None
+        time_json = self.time_json
+        file_meta = self._file_meta
+        slow_meta = self._meta
 
-        def plain(sample: Any) -> bytes:
-            return plain_head + render(sample.raw) + self._meta(sample, plain_meta_extra)
+        if fast is not None:
+            plain_fast_extra = plain_meta_extra + file_meta
+
+            def plain(sample: Any) -> bytes:
+                return plain_head + render(sample.raw) + fast % (
+                    time_json(sample.time), sample.cpu, sample.pid, sample.tid,
+                    plain_fast_extra)
+        else:
+            def plain(sample: Any) -> bytes:
+                return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
 
         eh_offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
         if eh_offset is None:
@@ -164,21 +194,39 @@ class SampleFormatter:
             if "common" in self.meta else None
         )
         k_n = self._k_n
+        warn = self.warn
+
+        def fallback(sample: Any, exc: ValueError) -> bytes:
+            if warn is not None:
+                warn(f"{getattr(sample, 'offset', '?')}: {tracepoint}: {exc}; "
+                     "shown as a plain tracepoint")
+            return plain(sample)
+
+        if fast is not None and common_render is None and self._eh_meta_default \
+                and not file_meta:
+            def eventheader_fast(sample: Any) -> bytes:
+                try:
+                    ev = decode(tracepoint, sample.raw, eh_offset)
+                except ValueError as exc:
+                    return fallback(sample, exc)
+                if ev is None:
+                    return plain(sample)
+                return k_n + ev[0] + ev[1] + fast % (
+                    time_json(sample.time), sample.cpu, sample.pid, sample.tid, ev[2])
+
+            return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:
             raw = sample.raw
             try:
                 ev = decode(tracepoint, raw, eh_offset)
             except ValueError as exc:
-                if self.warn is not None:
-                    self.warn(f"{getattr(sample, 'offset', '?')}: {tracepoint}: {exc}; "
-                              "shown as a plain tracepoint")
-                ev = None
+                return fallback(sample, exc)
             if ev is None:
                 return plain(sample)
             common = common_render(raw) if common_render is not None else b""
             eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
-            return k_n + ev[0] + common + ev[1] + self._meta(sample, eh_meta)
+            return k_n + ev[0] + common + ev[1] + slow_meta(sample, eh_meta)
 
         return eventheader
 

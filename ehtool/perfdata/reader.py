@@ -406,6 +406,12 @@ class PerfDataFile:
         truncated or corrupt, or when a recoverable problem was met and no
         ``on_error`` callback took it.
         """
+        for batch in self.batches(order, nonsample):
+            yield from batch
+
+    def batches(self, order: str = "time", nonsample: bool = True) -> Iterator[list]:
+        """:meth:`records` a list at a time (each FINISHED_ROUND's records, sorted, in
+        time order; a window of the input in file order): the fast way to consume."""
         if order not in ("time", "file"):
             raise ValueError(f"order must be 'time' or 'file', not {order!r}")
         if self._consumed:
@@ -419,20 +425,23 @@ class PerfDataFile:
         batches = self._stream_batches() if self._stream is not None else self._mmap_batches()
         if order == "file":
             for items, _flushes in batches:
-                yield from items
+                if items:
+                    yield items
         else:
             pending: list = []
             for items, flushes in batches:
                 prev = 0
                 for k in flushes:
                     pending += items[prev:k]
-                    pending.sort(key=_time_key)
-                    yield from pending
-                    pending = []
+                    if pending:
+                        pending.sort(key=_time_key)
+                        yield pending
+                        pending = []
                     prev = k
                 pending += items[prev:]
-            pending.sort(key=_time_key)
-            yield from pending
+            if pending:
+                pending.sort(key=_time_key)
+                yield pending
         self._raise_pending()
 
     def _mmap_batches(self) -> Iterator[tuple[list, list[int]]]:

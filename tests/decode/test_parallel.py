@@ -42,3 +42,33 @@ def test_same_bytes_with_a_filter(big):
     one = run(big, jobs=1, **kw)
     assert 0 < one.count(b'"n":') < 80_000
     assert run(big, jobs=2, **kw) == one
+
+
+@pytest.mark.parametrize("kw", [dict(jsonl=True), dict(pretty=True), dict(order="file", bom=True)],
+                         ids=["jsonl", "pretty", "file-order-bom"])
+def test_same_bytes_in_every_output_form(big, kw):
+    assert run(big, jobs=2, **kw) == run(big, jobs=1, **kw)
+
+
+@pytest.mark.parametrize("keep", ["second-half", "nothing"])
+def test_same_bytes_when_the_first_half_is_empty(big, keep):
+    """The second core's events are framed as followers; with nothing before them
+    the splice must turn the first lead into the array's opening."""
+    with PerfDataFile.open(big) as f:
+        split = f.split_point()
+    if keep == "second-half":
+        def prefilter(sample):
+            return sample.offset >= split
+    else:
+        def prefilter(sample):
+            return False
+    one = run(big, jobs=1, prefilter=prefilter)
+    assert run(big, jobs=2, prefilter=prefilter) == one
+    assert (one.count(b'"n":') > 0) == (keep == "second-half")
+
+
+def test_same_bytes_for_several_inputs(big):
+    out1, out2 = io.BytesIO(), io.BytesIO()
+    assert decode_to(out1, [big, big], DecodeOptions(jobs=1)) == []
+    assert decode_to(out2, [big, big], DecodeOptions(jobs=2)) == []
+    assert out1.getvalue() == out2.getvalue()
