@@ -83,7 +83,8 @@ def _compiled_renderer(fields: list[FieldFormat], parts: list, order: str) -> Re
     end = pos
     template = b""
     args = []
-    env: dict = {"unpack_from": unpack_from, "slow": _generic(parts), "cstr": _cstr_json}
+    env: dict = {"unpack_from": unpack_from, "slow": _generic(parts), "cstr": _cstr_json,
+                 "cget": _CSTR_CACHE.get}
     for i, (f, (key, get)) in enumerate(zip(fields, parts, strict=True)):
         template += key.replace(b"%", b"%%")
         slot = slots.get(id(f))
@@ -93,7 +94,7 @@ def _compiled_renderer(fields: list[FieldFormat], parts: list, order: str) -> Re
             args.append(f"g{i}(raw)")
         elif f.format == STRING:
             template += b"%s"
-            args.append(f"cstr(v[{slot}])")
+            args.append(f"(cget(v[{slot}]) or cstr(v[{slot}]))")
         else:
             template += b'"0x%X"' if f.format in (HEX, NONE) else b"%d"
             args.append(f"v[{slot}]")
@@ -115,12 +116,19 @@ def _is_fast(f: FieldFormat) -> bool:
 _PLAIN = re.compile(rb'[\x00-\x1f"\\\x80-\xff]')
 
 
-def _cstr_json(data: bytes) -> bytes:
+#: char arrays seen (task names repeat in almost every sample) -> their JSON
+_CSTR_CACHE: dict[bytes, bytes] = {}
+_CSTR_CACHE_MAX = 4096
+
+
+def _cstr_json(field: bytes) -> bytes:
     """A char array: bytes up to the first NUL as a JSON string of Latin-1 characters."""
-    data = data.split(b"\0", 1)[0]
-    if _PLAIN.search(data) is None:
-        return b'"' + data + b'"'
-    return latin1_json(data)
+    data = field.split(b"\0", 1)[0]
+    out = b'"' + data + b'"' if _PLAIN.search(data) is None else latin1_json(data)
+    if len(_CSTR_CACHE) >= _CSTR_CACHE_MAX:
+        _CSTR_CACHE.clear()
+    _CSTR_CACHE[field] = out
+    return out
 
 
 def _generic(parts: list) -> Renderer:
