@@ -126,12 +126,12 @@ def _generated_reader(prefix: FixedPrefix, desc: EventDesc, has_raw: bool = True
         "def read_sample(buf, pos, size, base=0):\n"
         f"    ({', '.join(names)},) = unpack_from(buf, pos)\n"
         + body
-        + "    s = new(Sample)\n"
-        + "".join(f"    s.{n} = {args[n]}\n" for n in _SAMPLE_FIELDS)
-        + "    s.raw = raw\n    s.desc = desc\n    s.offset = pos + base\n    return s\n"
+        + "    return new(Sample, ("
+        + "".join(f"{args[n]}, " for n in _SAMPLE_FIELDS)
+        + "raw, desc, pos + base))\n"
     )
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "desc": desc,
-                 "CorruptSample": CorruptSample, "new": object.__new__}
+                 "CorruptSample": CorruptSample, "new": tuple.__new__}
     exec(compile(src, f"<sample reader {desc.name or desc.index}>", "exec"), namespace)  # noqa: S102
     fn = namespace["read_sample"]
     fn.source = src  # type: ignore[attr-defined]
@@ -254,19 +254,16 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
         + f"        end = pos + {fixed} + raw_size\n"
         "        if end > pos + size:\n"
         "            break\n"
-        "        s = new(Sample)\n"
-        + "".join(f"        s.{n} = {args[n]}\n" for n in _SAMPLE_FIELDS)
-        + f"        s.raw = buf[pos + {fixed}:end]\n"
-        "        s.desc = desc\n"
-        "        s.offset = pos + base\n"
-        "        append(s)\n"
+        "        append(new(Sample, ("
+        + "".join(f"{args[n]}, " for n in _SAMPLE_FIELDS)
+        + f"buf[pos + {fixed}:end], desc, pos + base)))\n"
         "        count += 1\n"
         "        pos += size\n"
         "    return pos, count\n"
     )
     by_id = {i: d for d in members for i in d.ids}
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "by_id": by_id,
-                 "lone": descs[0], "new": object.__new__}
+                 "lone": descs[0], "new": tuple.__new__}
     exec(compile(src, f"<sample run scanner {st:#x}>", "exec"), namespace)  # noqa: S102
     fn = namespace["scan"]
     fn.source = src

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import operator
 import os
 import re
 import struct
@@ -81,6 +82,20 @@ class PerfInfo:
 def _time_key(item: Any) -> int:
     t = item.time
     return 0 if t is None else t
+
+
+_by_time = operator.attrgetter("time")
+
+
+def _sort_by_time(items: list) -> list:
+    """Stable sort by time (None first, as 0), at C speed when every item has one."""
+    saved = items[:]
+    try:
+        items.sort(key=_by_time)
+    except TypeError:  # a None time: the comparison failed midway, start again
+        items = saved
+        items.sort(key=_time_key)
+    return items
 
 
 class PerfDataFile:
@@ -434,14 +449,12 @@ class PerfDataFile:
                 for k in flushes:
                     pending += items[prev:k]
                     if pending:
-                        pending.sort(key=_time_key)
-                        yield pending
+                        yield _sort_by_time(pending)
                         pending = []
                     prev = k
                 pending += items[prev:]
             if pending:
-                pending.sort(key=_time_key)
-                yield pending
+                yield _sort_by_time(pending)
         self._raise_pending()
 
     def _mmap_batches(self) -> Iterator[tuple[list, list[int]]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class EventDesc:
@@ -42,27 +42,24 @@ class EventDesc:
         return f"EventDesc({self.name or '?'!r}, type={self.attr.type}, config={self.attr.config})"
 
 
-class Sample:
+class Sample(NamedTuple):
     """One PERF_RECORD_SAMPLE: the hot-path object (only what a decoder needs).
 
     ``time``, ``cpu``, ``pid``/``tid`` are None when the attr's sample_type
     lacks them; ``raw`` is the RAW payload as bytes (perf's trailing padding
-    included); ``offset`` is the record's byte offset in the input.
+    included); ``offset`` is the record's byte offset in the input. A tuple, so
+    the record walk makes one with a single ``tuple.__new__``.
     """
 
-    __slots__ = ("time", "cpu", "pid", "tid", "raw", "desc", "offset")
+    time: int | None
+    cpu: int | None
+    pid: int | None
+    tid: int | None
+    raw: bytes
+    desc: EventDesc
+    offset: int
 
-    is_sample = True
-
-    def __init__(self, time: int | None, cpu: int | None, pid: int | None, tid: int | None,
-                 raw: bytes, desc: EventDesc, offset: int) -> None:
-        self.time = time
-        self.cpu = cpu
-        self.pid = pid
-        self.tid = tid
-        self.raw = raw
-        self.desc = desc
-        self.offset = offset
+    is_sample = True  # (a class attribute, not a field)
 
     def __repr__(self) -> str:
         return (f"Sample({self.desc.name!r}, time={self.time}, cpu={self.cpu}, pid={self.pid}, "

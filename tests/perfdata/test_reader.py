@@ -243,3 +243,16 @@ def test_live_recording_matches_perf_script(tmp_path, extra):
         got = _rows(f)
     assert len(got) == len(expected) > 0
     assert sorted(got) == sorted(expected)
+
+
+def test_time_sort_is_stable_and_puts_missing_times_first():
+    from ehtool.perfdata.reader import _sort_by_time
+
+    class Item:
+        def __init__(self, time, index):
+            self.time, self.index = time, index
+
+    timed = [Item(t, i) for i, t in enumerate([5, 3, 5, 0, 3])]
+    assert [x.index for x in _sort_by_time(list(timed))] == [3, 1, 4, 0, 2]
+    mixed = [Item(t, i) for i, t in enumerate([5, None, 3, None, 5, 0])]
+    assert [x.index for x in _sort_by_time(mixed)] == [1, 3, 5, 2, 0, 4]
