@@ -8,8 +8,9 @@ import click
 
 _META_HELP = (
     "Meta keys to print: 'default', 'all', 'none' or a comma list, with +KEY/-KEY edits "
-    "(time, cpu, pid, tid, comm, id, version, level, keyword, opcode, tag, activity, "
-    "relatedActivity, provider, event, options, flags, common)."
+    "('+comm' adds to the default set, 'none,+pid' starts from nothing). Keys: time, cpu, "
+    "pid, tid, comm, id, version, level, keyword, opcode, tag, activity, relatedActivity, "
+    "provider, event, options, flags, common."
 )
 
 

@@ -31,9 +31,13 @@ _EH_DEFAULT = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
 
 
 def parse_meta(spec: str) -> frozenset[str]:
-    """Parse ``--meta``: ``default``, ``all``, ``none`` or a comma list, ``+key``/``-key`` edits."""
-    keys: set[str] = set()
-    for raw in spec.split(","):
+    """Parse ``--meta``: ``default``, ``all``, ``none`` or a comma list, ``+key``/``-key`` edits.
+
+    A list that starts with an edit edits the default set (``+comm``, ``-time``).
+    """
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    keys: set[str] = set(META_DEFAULT) if items and items[0][0] in "+-" else set()
+    for raw in items:
         item = raw.strip()
         if not item:
             continue

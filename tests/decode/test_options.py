@@ -1,0 +1,89 @@
+"""Decode options not covered elsewhere, on the reference recording: each selects or
+shapes exactly what a reference computation over the full output says."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from golden import golden_path
+
+
+def run(*args: str) -> bytes:
+    path = str(golden_path("linuxtracepoints/perf.data"))
+    done = subprocess.run([sys.executable, "-m", "ehtool", *args, path], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def events(*args: str) -> list[list[tuple[str, object]]]:
+    return json.loads(run("decode", "--sort", "file", *args),
+                      object_pairs_hook=lambda p: p)[0][1]
+
+
+def meta(event) -> dict:
+    return dict(event[-1][1])
+
+
+@pytest.fixture(scope="module")
+def with_comm():
+    return events("--meta", "+comm")
+
+
+def test_tid_selects_the_threads_events(with_comm):
+    tids = sorted({meta(e)["tid"] for e in with_comm})
+    tid = tids[len(tids) // 2]
+    want = [e[:-1] for e in with_comm if meta(e)["tid"] == tid]
+    got = events("--tid", str(tid))
+    assert want and [e[:-1] for e in got] == want
+
+
+@pytest.mark.parametrize("glob", ["eventheader-tra", "Relay*", "s?do"])
+def test_comm_selects_by_thread_name(with_comm, glob):
+    want = [e for e in with_comm if fnmatch.fnmatchcase(meta(e).get("comm", ""), glob)]
+    assert want
+    assert events("--comm", glob, "--meta", "+comm") == want
+
+
+def test_nonsample_adds_exactly_the_records_info_counts():
+    records = json.loads(run("info", "--json"))["records"]
+    got = events("--nonsample")
+    names = [e[0][1] for e in got]
+    assert sum(n.startswith("perf:") for n in names) == sum(
+        records.get(k, 0) for k in ("comm", "fork", "exit", "lost", "lost_samples"))
+    assert names.count("perf:comm") == records["comm"]
+    assert [e for e in got if not e[0][1].startswith("perf:")] == events()
+    comm = next(e for e in got if e[0][1] == "perf:comm")
+    assert [k for k, _ in comm[:4]] == ["n", "pid", "tid", "comm"]
+
+
+@pytest.mark.parametrize(("spec", "keys"), [
+    ("none", set()),
+    ("time,cpu", {"time", "cpu"}),
+    ("-time,-cpu", {"pid", "tid", "level", "keyword", "id", "version", "opcode", "tag",
+                    "activity", "relatedActivity"}),
+    ("+provider,+event", None),
+])
+def test_meta_keys(spec, keys):
+    default = events()
+    got = events("--meta", spec)
+    assert len(got) == len(default)
+    for g, d in zip(got, default, strict=True):
+        assert g[:-1] == d[:-1]  # fields untouched
+        if keys is not None:
+            assert set(meta(g)) == set(meta(d)) & keys
+        else:  # provider and event added after the default keys
+            provider, event = d[0][1].split(":", 1)
+            assert meta(g) == {**meta(d), "provider": provider, "event": event}
+
+
+def test_field_tags_are_on_by_default_and_only_thing_dropped():
+    tagged, plain = run("decode"), run("decode", "--no-field-tags")
+    assert tagged.count(b";tag=0x") > 0
+    assert run("decode", "--field-tags") == tagged
+    assert re.sub(rb';tag=0x[0-9A-F]+"', b'"', tagged) == plain
