@@ -127,3 +127,48 @@ def test_man_page_documents_every_option_and_renders(name):
 def test_examples_sections_exist():
     for name in ("decode", "register", "write", "record", "info"):
         assert ".SH EXAMPLES" in (REPO / "man" / f"ehtool-{name}.1").read_text(), name
+
+
+def _readme_install_commands() -> list[str]:
+    """The ``sudo install ...`` lines of README's completions and man pages section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Shell completions and man pages", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("sudo install")]
+
+
+def test_readme_instructions_install_working_completions_and_man_pages(tmp_path,
+                                                                       path_with_ehtool):
+    """README's install lines, run under a scratch root: the files land where the
+    shells and man look, and work from there."""
+    lines = _readme_install_commands()
+    assert len(lines) == 4
+    root = str(tmp_path / "root")
+    for line in lines:
+        line = line.split("&&")[0].removeprefix("sudo ").replace(" /usr/", f" {root}/usr/")
+        line = line.replace("install -m", "install -D -m", 1) if "man/*.1" not in line else (
+            f"mkdir -p {root}/usr/local/share/man/man1 && {line}")
+        assert subprocess.run(["sh", "-c", line], cwd=REPO).returncode == 0, line
+    man1 = Path(root, "usr/local/share/man/man1")
+    pages = sorted(p.name for p in (REPO / "man").glob("*.1"))
+    assert sorted(p.name for p in man1.iterdir()) == pages
+    man = shutil.which("man")
+    if man is not None:
+        env = {**path_with_ehtool, "MANPATH": str(man1.parent), "MANWIDTH": "80",
+               "MAN_KEEP_FORMATTING": "0", "PAGER": "cat"}
+        done = subprocess.run([man, "ehtool-write"], env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert "NAME" in done.stdout and "--batch" in done.stdout.replace("\u2010", "-")
+        done = subprocess.run([man, "-l", str(man1 / "ehtool.1")], env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 0 and "decode" in done.stdout, done.stderr
+    bash = Path(root, "usr/share/bash-completion/completions/ehtool")
+    done = subprocess.run(["bash", "-c", f"source {bash}; complete -p ehtool"],
+                          capture_output=True, text=True)
+    assert "_ehtool_completion" in done.stdout
+    fish = shutil.which("fish")
+    if fish is not None:  # autoloaded from the vendor directory, as an installed fish does
+        vendor = Path(root, "usr/share/fish/vendor_completions.d")
+        done = subprocess.run([fish, "-c", f"set fish_complete_path {vendor} $fish_complete_path;"
+                               " complete -C 'ehtool unreg'"], env=path_with_ehtool,
+                              capture_output=True, text=True)
+        assert done.stdout.startswith("unregister\t"), (done.stdout, done.stderr)
