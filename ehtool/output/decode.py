@@ -150,40 +150,37 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
             warn=options.warn,
             file=("stdin" if path == "-" else path) if options.jsonl else None,
         )
-        split = _split_point(f, options)
-        if split is None:
-            yield from _format_batches(f, fmt, options)
+        if _parallel(f, options):
+            yield from _two_cores(f, fmt, options, writer)
         else:
-            yield from _two_cores(f, fmt, options, split, writer)
+            yield from _format_batches(f, fmt, options)
 
 
-def _split_point(f: Any, options: DecodeOptions) -> int | None:
-    """Where to cut a big file-mode input in two for the second core, or None."""
+def _parallel(f: Any, options: DecodeOptions) -> bool:
+    """True to decode a file-mode input with two processes."""
     if options.jobs < 2 or not options.parallel_safe or "comm" in options.meta:
-        return None
-    if f.pipe_mode or f.data_range[1] - f.data_range[0] < _PARALLEL_MIN_BYTES:
-        return None
-    return f.split_point()
+        return False
+    return not f.pipe_mode and f.data_range[1] - f.data_range[0] >= _PARALLEL_MIN_BYTES
 
 
-def _two_cores(f: Any, fmt: Any, options: DecodeOptions, split: int,
+def _two_cores(f: Any, fmt: Any, options: DecodeOptions,
                writer: Any) -> Iterator[list[bytes] | _Spliced]:
-    """Decode the second half in a forked child while this process decodes and
-    yields the first half, then hand over the child's output, already framed by
-    ``writer.continuation`` in a temporary file, to be spliced in.
-
-    Both halves start at a FINISHED_ROUND, so the output order is the one-process order.
+    """Decode the input with a forked child: this process decodes and yields the
+    records up to ``f.split_point()`` (a FINISHED_ROUND near the middle, so the
+    output order is the one-process order) while the child finds that point
+    itself and formats the rest, framed by ``writer.continuation``, into a
+    temporary file that is then spliced in. Without such a point the child
+    contributes nothing and this process reads to the end.
     """
     import os
     import tempfile
 
-    start, end = f.data_range
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:  # child: never returns
-            _child_half(f, fmt, options, split, end, writer, out, err)
+            _child_half(f, fmt, options, writer, out, err)
         try:
-            f.restrict(start, split)
+            f.stop_at_split()
             yield from _format_batches(f, fmt, options)
         finally:
             _, status = os.waitpid(pid, 0)
@@ -197,25 +194,27 @@ def _two_cores(f: Any, fmt: Any, options: DecodeOptions, split: int,
             raise EhtoolError(message)
 
 
-def _child_half(f: Any, fmt: Any, options: DecodeOptions, start: int, end: int, writer: Any,
-                out: Any, err: Any) -> None:
-    """The forked worker: format ``[start, end)`` into ``out``; report ``COUNT\nERROR``
-    in ``err``; exit without returning."""
+def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
+                err: Any) -> None:
+    """The forked worker: format the records after the split into ``out``; report
+    ``COUNT\nERROR`` in ``err``; exit without returning."""
     import gc
     import os
 
     status, count, message = 0, 0, ""
     try:
         gc.freeze()  # the parent's objects: never collected here
-        f.restrict(start, end)
-        with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
-            sub = writer.continuation(sink)
-            try:
-                for batch in _format_batches(f, fmt, options):
-                    sub.events(batch)
-                    count += len(batch)
-            except EhtoolError as exc:
-                message = str(exc)
+        split = f.split_point()
+        if split is not None:
+            f.restrict(split, f.data_range[1])
+            with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
+                sub = writer.continuation(sink)
+                try:
+                    for batch in _format_batches(f, fmt, options):
+                        sub.events(batch)
+                        count += len(batch)
+                except EhtoolError as exc:
+                    message = str(exc)
     except BaseException as exc:  # reported by the parent, which owns stderr's story
         message = f"internal error in the decoding worker: {exc!r}"
         status = 1

@@ -144,6 +144,7 @@ class PerfDataFile:
         self._consumed = False
         #: absolute offset up to which records have been read (for progress reports)
         self.position = 0
+        self._stop_middle: int | None = None  # see stop_at_split()
 
     # -- opening ---------------------------------------------------------------
 
@@ -468,7 +469,7 @@ class PerfDataFile:
             new = self._scan(mm, pos, end, limit, 0, items, flushes)
             if items or flushes:
                 yield items, flushes
-            if self._fatal is not None:
+            if self._fatal is not None or self._data_end < end:  # (stopped at the split)
                 return
             if new < limit:  # stopped at a record that does not fit
                 self._truncated(new, end)
@@ -581,6 +582,13 @@ class PerfDataFile:
             if nxt < 0:
                 break  # incomplete (needs bytes beyond ``end``) or fatal
             pos = nxt
+            if self._stop_middle is not None:  # mirror split_point() (see stop_at_split)
+                if rtype == _R.AUXTRACE:
+                    self._stop_middle = None
+                elif rtype == _R.FINISHED_ROUND and self._stop_middle <= pos < self._data_end:
+                    self._stop_middle = None
+                    self._data_end = pos
+                    break
             id_at = self._id_at
             lone = self.descs[0].reader if len(self.descs) == 1 else None
             run = self._run_scanner()
@@ -750,6 +758,14 @@ class PerfDataFile:
                 return pos
         self._release(self._data_start, pos)
         return None
+
+    def stop_at_split(self) -> None:
+        """Make the next iteration end where :meth:`split_point` would cut, without
+        walking there first: after the first FINISHED_ROUND that ends in the second
+        half (nowhere when an AUXTRACE record comes first, as split_point gives up).
+        The first core decodes this way while the second finds the split itself."""
+        start, end = self._data_start, self._data_end
+        self._stop_middle = start + (end - start) // 2
 
     @property
     def data_range(self) -> tuple[int, int]:

@@ -72,3 +72,25 @@ def test_same_bytes_for_several_inputs(big):
     assert decode_to(out1, [big, big], DecodeOptions(jobs=1)) == []
     assert decode_to(out2, [big, big], DecodeOptions(jobs=2)) == []
     assert out1.getvalue() == out2.getvalue()
+
+
+def test_stop_at_split_ends_where_split_point_cuts(big):
+    with PerfDataFile.open(big) as f:
+        split = f.split_point()
+        every = [s.offset for s in f.samples("file")]
+    with PerfDataFile.open(big) as f:
+        f.stop_at_split()
+        first = [s.offset for s in f.samples("file")]
+    assert 0 < len(first) < len(every) and first == [o for o in every if o < split]
+
+
+def test_no_round_boundary_in_the_second_half(tmp_path):
+    """Without a FINISHED_ROUND after the middle the child finds no split and adds
+    nothing; this process reads to the end."""
+    path = str(tmp_path / "one-round.data")
+    replay_samples(golden_path("linuxtracepoints/perf.data"), path, 80_000, round_every=10**9)
+    with PerfDataFile.open(path) as f:
+        start, end = f.data_range
+        assert end - start > _PARALLEL_MIN_BYTES and f.split_point() is None
+    one = run(path, jobs=1)
+    assert one.count(b'"n":') == 80_000 and run(path, jobs=2) == one
