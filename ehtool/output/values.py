@@ -175,27 +175,42 @@ def errno_json(value: int) -> bytes:
 # -- time ----------------------------------------------------------------------
 
 
-_day_cache = [None, b""]  # the last day number seen and its '"YYYY-MM-DDT' prefix
+#: day number -> its '"YYYY-MM-DDT' prefix (b"" when its year overflows), bounded
+_DAYS: dict[int, bytes] = {}
+#: seconds -> JSON of recent time field values (events often repeat them), bounded
+_TIMES: dict[int, bytes] = {}
+_CACHE_MAX = 4096
 
 
 def _day_prefix(days: int) -> bytes:
     """``b'"YYYY-MM-DDT'`` of a day since 1970, or ``b""`` when its year overflows."""
-    if days != _day_cache[0]:
+    prefix = _DAYS.get(days)
+    if prefix is None:
         text = format_utc_seconds(days * 86400)
-        _day_cache[0] = days
-        _day_cache[1] = b"" if text[0] == "T" else b'"' + text[:-8].encode()
-    return _day_cache[1]
+        prefix = b"" if text[0] == "T" else b'"' + text[:-8].encode()
+        if len(_DAYS) >= _CACHE_MAX:
+            _DAYS.clear()
+        _DAYS[days] = prefix
+    return prefix
 
 
 def time_json(seconds: int) -> bytes:
     """A ``time`` field: signed seconds since 1970, UTC, no fraction (``"TIME(n)"`` when
     the year does not fit glibc's ``gmtime``)."""
+    out = _TIMES.get(seconds)
+    if out is not None:
+        return out
     days, rem = divmod(seconds, 86400)
     prefix = _day_prefix(days)
     if not prefix:
-        return b'"TIME(%d)"' % seconds
-    minutes, sec = divmod(rem, 60)
-    return b'%s%02d:%02d:%02d"' % (prefix, minutes // 60, minutes % 60, sec)
+        out = b'"TIME(%d)"' % seconds
+    else:
+        minutes, sec = divmod(rem, 60)
+        out = b'%s%02d:%02d:%02d"' % (prefix, minutes // 60, minutes % 60, sec)
+    if len(_TIMES) >= _CACHE_MAX:
+        _TIMES.clear()
+    _TIMES[seconds] = out
+    return out
 
 
 def time32_json(value: int) -> bytes:

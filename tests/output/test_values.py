@@ -211,3 +211,20 @@ def test_import_is_light():
                          check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "True"
+
+
+def test_time_cache_gives_what_a_fresh_computation_gives():
+    import random
+
+    from ehtool.output import values
+
+    rng = random.Random(7)
+    seconds = [rng.randrange(-(1 << 40), 1 << 40) for _ in range(3000)]
+    seconds += [0, -1, 86399, 86400, 2**63 - 1, -(2**63), 67768036191676799, 67768036191676800]
+    first = [values.time_json(s) for s in seconds]
+    for _ in range(3):  # from the caches, and past their bound (they are cleared, not grown)
+        assert [values.time_json(s) for s in seconds * 2] == first * 2
+        assert len(values._TIMES) <= values._CACHE_MAX and len(values._DAYS) <= values._CACHE_MAX
+    values._TIMES.clear()
+    values._DAYS.clear()
+    assert [values.time_json(s) for s in seconds] == first
