@@ -78,11 +78,15 @@ class SampleFormatter:
         meta: frozenset[str] = META_DEFAULT,
         warn: Callable[[str], None] | None = None,
         file: str | None = None,
+        clock: Any = None,
     ) -> None:
         self.style = style
         self.big_endian = big_endian
         self.long_size = long_size
         self.time_json = time_json
+        #: the session's SessionClock, when time_json is its method: the hot path
+        #: then formats UTC times inside the meta template
+        self.clock = clock
         self.comm_of = comm_of
         self.meta = meta
         self.warn = warn
@@ -105,10 +109,13 @@ class SampleFormatter:
         self._empty_meta = s.sep + b'"meta"' + s.colon + s.empty_obj + s.close_obj
         # one template for the usual meta (time, cpu, pid, tid all recorded and wanted)
         self._fast_meta = None
+        self._fast_utc_meta = None
         if {"time", "cpu", "pid", "tid"} <= meta and "comm" not in meta:
-            self._fast_meta = (self._k_meta + s.first + self._k_time + b"%s" + s.sep
-                               + self._k_cpu + b"%d" + s.sep + self._k_pid + b"%d" + s.sep
-                               + self._k_tid + b"%d%s" + self._end_meta)
+            rest = (s.sep + self._k_cpu + b"%d" + s.sep + self._k_pid + b"%d" + s.sep
+                    + self._k_tid + b"%d%s" + self._end_meta)
+            self._fast_meta = self._k_meta + s.first + self._k_time + b"%s" + rest
+            # the same with a UTC time as (cached second prefix, nanoseconds)
+            self._fast_utc_meta = self._k_meta + s.first + self._k_time + b'%s%09dZ"' + rest
         # the decoder's precomputed meta bytes serve whenever the EventHeader keys are default
         self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
             meta & {"provider", "event", "options", "flags"}
@@ -170,7 +177,22 @@ class SampleFormatter:
         file_meta = self._file_meta
         slow_meta = self._meta
 
-        if fast is not None:
+        clock = self.clock
+        if fast is not None and clock is not None:
+            plain_fast_extra = plain_meta_extra + file_meta
+            utc = self._fast_utc_meta
+
+            def plain(sample: Any) -> bytes:
+                off = clock.offset_ns
+                if off is None:
+                    return plain_head + render(sample.raw) + fast % (
+                        time_json(sample.time), sample.cpu, sample.pid, sample.tid,
+                        plain_fast_extra)
+                sec, ns = divmod(sample.time + off, 1_000_000_000)
+                return plain_head + render(sample.raw) + utc % (
+                    clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
+                    ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
+        elif fast is not None:
             plain_fast_extra = plain_meta_extra + file_meta
 
             def plain(sample: Any) -> bytes:
@@ -208,6 +230,8 @@ class SampleFormatter:
 
         if fast is not None and common_render is None and self._eh_meta_default \
                 and not file_meta:
+            utc = self._fast_utc_meta
+
             def eventheader_fast(sample: Any) -> bytes:
                 try:
                     ev = decode(tracepoint, sample.raw, eh_offset)
@@ -215,8 +239,14 @@ class SampleFormatter:
                     return fallback(sample, exc)
                 if ev is None:
                     return plain(sample)
-                return k_n + ev[0] + ev[1] + fast % (
-                    time_json(sample.time), sample.cpu, sample.pid, sample.tid, ev[2])
+                off = clock.offset_ns if clock is not None else None
+                if off is None:
+                    return k_n + ev[0] + ev[1] + fast % (
+                        time_json(sample.time), sample.cpu, sample.pid, sample.tid, ev[2])
+                sec, ns = divmod(sample.time + off, 1_000_000_000)
+                return k_n + ev[0] + ev[1] + utc % (
+                    clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
+                    ns, sample.cpu, sample.pid, sample.tid, ev[2])
 
             return eventheader_fast
 

@@ -51,15 +51,16 @@ class SessionClock:
         self.wall_clock_ns: int | None = None
         self.clockid_time_ns: int | None = None
         self.offset_ns: int | None = None  # None: UTC unknown
-        self._sec = None  # cache: last whole second and its JSON prefix
-        self._prefix = b""
+        #: cache: the last whole UTC second formatted and its ``b'"YYYY-MM-DDTHH:MM:SS.'``
+        self.last_second: int | None = None
+        self.last_prefix = b""
 
     def set_clock_data(self, clockid: int, wall_clock_ns: int, clockid_time_ns: int) -> None:
         self.clockid = clockid
         self.wall_clock_ns = wall_clock_ns
         self.clockid_time_ns = clockid_time_ns
         self.offset_ns = None if clockid == CLOCKID_UNKNOWN else wall_clock_ns - clockid_time_ns
-        self._sec = None
+        self.last_second = None
 
     @property
     def utc_known(self) -> bool:
@@ -75,10 +76,15 @@ class SessionClock:
             sec, ns = divmod(time, _BILLION)
             return b"%d.%09d" % (sec, ns)
         sec, ns = divmod(time + self.offset_ns, _BILLION)
-        if sec != self._sec:
-            self._prefix = b'"' + format_utc_seconds(sec).encode("ascii") + b"."
-            self._sec = sec
-        return self._prefix + b'%09dZ"' % ns
+        prefix = self.last_prefix if sec == self.last_second else self.prefix_for(sec)
+        return prefix + b'%09dZ"' % ns
+
+    def prefix_for(self, sec: int) -> bytes:
+        """``b'"YYYY-MM-DDTHH:MM:SS.'`` of a UTC second (becomes ``last_prefix``); the
+        formatter's hot path appends ``b'%09dZ"' % ns`` itself."""
+        self.last_prefix = b'"' + format_utc_seconds(sec).encode("ascii") + b"."
+        self.last_second = sec
+        return self.last_prefix
 
     def time_text(self, time: int) -> str:
         """``time_json`` without JSON quotes (for messages and ``--nonsample``)."""
