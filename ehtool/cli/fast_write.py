@@ -17,14 +17,13 @@ from ehtool.cli.write_args import VALUE_OPTIONS, write_one
 
 _FLAGS = {"--dry-run": "dry_run", "--require-enabled": "require_enabled",
           "-v": "verbose", "--verbose": "verbose"}
-_DEFAULTS = {"level": 5, "keyword": 1, "opcode": 0, "id": 0, "version": 0, "tag": 0,
-             "activity": None, "related_activity": None, "group": None}
 
 
 def parse(args: list[str]) -> tuple[list[str], dict, dict] | None:
-    """``(positionals, header values, flags)``, or None when click must handle ``args``."""
+    """``(positionals, header values given, flags)``, or None when click must handle
+    ``args``. Values not given keep WriteDefaults' defaults."""
     positional: list[str] = []
-    values = dict(_DEFAULTS)
+    values: dict = {}
     flags = {"dry_run": False, "require_enabled": False, "verbose": False}
     i, n = 0, len(args)
     while i < n:

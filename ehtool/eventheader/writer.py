@@ -31,10 +31,8 @@ class WriteDefaults:
     def __init__(self, level: int = 5, keyword: int = 1, opcode: int = 0, id: int = 0,
                  version: int = 0, tag: int = 0, activity: str | None = None,
                  related_activity: str | None = None, group: str | None = None) -> None:
-        for key, value in (("level", level), ("keyword", keyword), ("opcode", opcode),
-                           ("id", id), ("version", version), ("tag", tag),
-                           ("activity", activity), ("related_activity", related_activity),
-                           ("group", group)):
+        for key, value in zip(self.__slots__, (level, keyword, opcode, id, version, tag,
+                                               activity, related_activity, group), strict=True):
             object.__setattr__(self, key, value)
 
     def __setattr__(self, key: str, value: Any) -> None:

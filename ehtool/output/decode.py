@@ -13,6 +13,7 @@ document is always closed, so the output stays valid JSON.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NamedTuple
@@ -73,8 +74,6 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
-    import gc
-
     threshold = gc.get_threshold()
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
@@ -199,7 +198,6 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
                 err: Any) -> None:
     """The forked worker: format the records after the split into ``out``; report
     ``COUNT\nERROR`` in ``err``; exit without returning."""
-    import gc
     import os
 
     status, count, message = 0, 0, ""

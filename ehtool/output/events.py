@@ -37,10 +37,7 @@ def parse_meta(spec: str) -> frozenset[str]:
     """
     items = [item.strip() for item in spec.split(",") if item.strip()]
     keys: set[str] = set(META_DEFAULT) if items and items[0][0] in "+-" else set()
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
+    for item in items:
         if item == "default":
             keys |= META_DEFAULT
         elif item == "all":
@@ -178,12 +175,12 @@ class SampleFormatter:
         slow_meta = self._meta
 
         clock = self.clock
-        if fast is not None and clock is not None:
+        utc = self._fast_utc_meta
+        if fast is not None:
             plain_fast_extra = plain_meta_extra + file_meta
-            utc = self._fast_utc_meta
 
             def plain(sample: Any) -> bytes:
-                off = clock.offset_ns
+                off = clock.offset_ns if clock is not None else None
                 if off is None:
                     return plain_head + render(sample.raw) + fast % (
                         time_json(sample.time), sample.cpu, sample.pid, sample.tid,
@@ -192,13 +189,6 @@ class SampleFormatter:
                 return plain_head + render(sample.raw) + utc % (
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
-        elif fast is not None:
-            plain_fast_extra = plain_meta_extra + file_meta
-
-            def plain(sample: Any) -> bytes:
-                return plain_head + render(sample.raw) + fast % (
-                    time_json(sample.time), sample.cpu, sample.pid, sample.tid,
-                    plain_fast_extra)
         else:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
@@ -230,8 +220,6 @@ class SampleFormatter:
 
         if fast is not None and common_render is None and self._eh_meta_default \
                 and not file_meta:
-            utc = self._fast_utc_meta
-
             def eventheader_fast(sample: Any) -> bytes:
                 try:
                     ev = decode(tracepoint, sample.raw, eh_offset)
