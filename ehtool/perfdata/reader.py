@@ -125,6 +125,7 @@ class PerfDataFile:
         self._id_at = -1  # sample id offset from the record start, -1 none
         self._nonsample_id_at = -1  # non-sample id offset from the record end, -1 none
         self._format_ids: dict[int, tuple[str, str]] = {}
+        self._format_at: dict[int, int | None] = {}  # format ID -> absolute byte offset
         self._trailers: dict[int, Any] = {}
         self._deferred: list[InputError] = []
         self._fatal: InputError | None = None
@@ -347,40 +348,45 @@ class PerfDataFile:
         self._event_desc_applied = True
 
     def _set_tracing_data(self, blob: bytes, offset: int) -> None:
+        """Parse the tracing data found at absolute ``offset``; attach the descs' formats."""
         try:
             self.tracing = parse_tracing_data(bytes(blob))
         except c.ConstructError as exc:
             self._defer(InputError(f"bad tracing data: {_brief(exc)}", self.path, offset))
             return
-        self._format_ids = self.tracing.format_ids()
+        tracing = self.tracing
+        index = tracing.format_index()
+        self._format_ids = {ident: tracing.formats[i] for ident, i in index.items()}
+        self._format_at = {ident: _plus(offset, tracing.format_offset(i))
+                           for ident, i in index.items()}
         for desc in self.descs:
             self._attach_format(desc)
 
     def _attach_format(self, desc: EventDesc) -> None:
-        if desc.format is not None or desc.attr.type != PERF_TYPE_TRACEPOINT:
+        """Parse ``desc``'s format once: a format that failed is reported once, not retried."""
+        if desc.format_text is not None or desc.attr.type != PERF_TYPE_TRACEPOINT:
             return
-        entry = self._format_ids.get(desc.attr.config & 0xFFFFFFFF)
+        ident = desc.attr.config & 0xFFFFFFFF
+        entry = self._format_ids.get(ident)
         if entry is None:
             return
         desc.format_text = entry
         system, text = entry
+        from ehtool.perfdata.tracefs_format import parse_format
+
         try:
-            from ehtool.perfdata.tracefs_format import parse_format
-        except ImportError:  # pragma: no cover - the parser module is part of the package
-            parse_format = None
-        if parse_format is not None:
-            try:
-                desc.format = parse_format(text, system, self.long_size)
-            except ValueError as exc:
-                self._defer(InputError(
-                    f"format of {system}:{_format_name(text)} (id {desc.attr.config}) "
-                    f"does not parse: {exc}", self.path))
+            desc.format = parse_format(text, system, self.long_size)
+        except ValueError as exc:
+            self._defer(InputError(
+                f"format of {system}:{_format_name(text)} (id {desc.attr.config}) "
+                f"does not parse: {_brief(exc)}", self.path, self._format_at.get(ident)))
         if not desc.name:
             fmt = desc.format
             desc.name = (f"{fmt.system}:{fmt.name}" if fmt is not None
                          else f"{system}:{_format_name(text)}")
 
     def _finish_metadata(self) -> None:
+        """Attach the formats of descs added after the tracing data (each desc once)."""
         for desc in self.descs:
             self._attach_format(desc)
 
@@ -817,6 +823,11 @@ def _check_magic(head: bytes, name: str) -> bool:
     if big is None:
         raise InputError("not a perf.data file (no PERFILE2 magic)", name, 0)
     return big
+
+
+def _plus(base: int, offset: int | None) -> int:
+    """``base + offset``, or ``base`` when the offset inside it is unknown."""
+    return base if offset is None else base + offset
 
 
 def _format_name(text: str) -> str:

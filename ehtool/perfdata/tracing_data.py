@@ -24,6 +24,8 @@ def _body(big_endian: bool) -> c.Struct:
     """Everything after the endian byte, in the blob's own byte order."""
     u32, u64 = (c.Int32ub, c.Int64ub) if big_endian else (c.Int32ul, c.Int64ul)
     text64 = c.Prefixed(u64, c.GreedyBytes)
+    # a format text and the blob offset of its u64 size word (error messages name the text)
+    format64 = c.Struct("at" / c.Tell, "text" / text64)
     return c.Struct(
         "long_size" / c.Int8ub,
         "page_size" / u32,
@@ -31,10 +33,10 @@ def _body(big_endian: bool) -> c.Struct:
         "header_page" / text64,
         c.Const(b"header_event\0"),
         "header_event" / text64,
-        "ftraces" / c.PrefixedArray(u32, text64),
+        "ftraces" / c.PrefixedArray(u32, format64),
         "systems" / c.PrefixedArray(u32, c.Struct(
             "name" / c.NullTerminated(c.GreedyBytes),
-            "formats" / c.PrefixedArray(u32, text64),
+            "formats" / c.PrefixedArray(u32, format64),
         )),
         # the tail is informative only; tolerate blobs cut after the formats
         "kallsyms" / c.Optional(c.Prefixed(u32, c.GreedyBytes)),
@@ -74,18 +76,28 @@ class TracingData:
     header_event: bytes
     #: ``(system, format text)`` for every event format, ftrace formats first
     formats: list[tuple[str, str]] = field(default_factory=list)
+    #: blob offset of each format's text, parallel to ``formats``
+    format_offsets: list[int] = field(default_factory=list)
     kallsyms: bytes | None = None
     printk: bytes | None = None
     saved_cmdlines: bytes | None = None
 
     def format_ids(self) -> dict[int, tuple[str, str]]:
         """``ID:`` -> ``(system, text)`` without parsing the formats (first one wins)."""
-        out: dict[int, tuple[str, str]] = {}
-        for system, text in self.formats:
+        return {ident: self.formats[i] for ident, i in self.format_index().items()}
+
+    def format_index(self) -> dict[int, int]:
+        """``ID:`` -> index into ``formats`` (and ``format_offsets``); first one wins."""
+        out: dict[int, int] = {}
+        for i, (_system, text) in enumerate(self.formats):
             m = _ID_RE.search(text.encode("latin-1", "replace"))
             if m:
-                out.setdefault(int(m.group(1)), (system, text))
+                out.setdefault(int(m.group(1)), i)
         return out
+
+    def format_offset(self, index: int) -> int | None:
+        """Blob offset of format ``index``, None when unknown (a hand-made TracingData)."""
+        return self.format_offsets[index] if index < len(self.format_offsets) else None
 
 
 def parse_tracing_data(blob: bytes) -> TracingData:
@@ -94,10 +106,12 @@ def parse_tracing_data(blob: bytes) -> TracingData:
     body = obj.body
     if body is None:
         raise c.ConstructError(f"unknown tracing-data endian byte {obj.endian}")
-    formats = [("ftrace", t.decode("latin-1")) for t in body.ftraces]
+    formats = [("ftrace", t.text.decode("latin-1")) for t in body.ftraces]
+    offsets = [t.at + 8 for t in body.ftraces]
     for system in body.systems:
         name = system.name.decode("latin-1")
-        formats += [(name, t.decode("latin-1")) for t in system.formats]
+        formats += [(name, t.text.decode("latin-1")) for t in system.formats]
+        offsets += [t.at + 8 for t in system.formats]
     return TracingData(
         version=obj.version.decode("latin-1"),
         big_endian=obj.endian == 1,
@@ -106,6 +120,7 @@ def parse_tracing_data(blob: bytes) -> TracingData:
         header_page=body.header_page,
         header_event=body.header_event,
         formats=formats,
+        format_offsets=offsets,
         kallsyms=body.kallsyms,
         printk=body.printk,
         saved_cmdlines=body.saved_cmdlines,
@@ -118,9 +133,9 @@ def build_tracing_data(data: TracingData) -> bytes:
     ftraces = []
     for system, text in data.formats:
         if system == "ftrace":
-            ftraces.append(text.encode("latin-1"))
+            ftraces.append(dict(text=text.encode("latin-1")))
         else:
-            systems.setdefault(system, []).append(text.encode("latin-1"))
+            systems.setdefault(system, []).append(dict(text=text.encode("latin-1")))
     return TRACING_DATA.build(dict(
         version=data.version.encode("latin-1"),
         endian=1 if data.big_endian else 0,

@@ -166,14 +166,45 @@ def _tracepoint_file(path, format_text: str, *, samples: int = 3) -> None:
     w.close()
 
 
+_BROKEN = "name: broken\nID: 77\nthis is not a format file\n"
+
+
 def test_format_that_does_not_parse(tmp_path):
     p = tmp_path / "fmt.data"
-    _tracepoint_file(p, "name: broken\nID: 77\nthis is not a format file\n")
+    _tracepoint_file(p, _BROKEN)
+    text_at = p.read_bytes().index(_BROKEN.encode())  # the format text in the feature section
     with PerfDataFile.open(p) as f:
         assert f.descs[0].format is None and f.descs[0].name == "demo:broken"
         got, err = _drain(f)
     assert len(got) == 3  # still yielded (a decoder shows them raw)
-    assert "demo:broken" in str(err) and "does not parse" in str(err) and str(p) in str(err)
+    assert err.offset == text_at and err.path == str(p)
+    assert str(err) == (f"{p}: offset {text_at:#x}: format of demo:broken (id 77) does not "
+                        "parse: broken: no 'format:' fields")  # once: no "(and 1 more ...)"
+
+
+def test_format_failure_is_reported_once_per_event(tmp_path):
+    """Tracing data is read at open and the formats attached once more after the
+    features; a format that failed the first time is not parsed (and reported) again."""
+    p = tmp_path / "fmt.data"
+    _tracepoint_file(p, _BROKEN)
+    seen: list[InputError] = []
+    with PerfDataFile.open(p, on_error=seen.append) as f:
+        assert len(list(f.samples())) == 3
+    assert len(seen) == 1 and "does not parse" in str(seen[0])
+
+
+def test_format_error_on_the_command_line_is_one_line_with_offset(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "badfmt.data"
+    _tracepoint_file(p, _BROKEN)
+    text_at = p.read_bytes().index(_BROKEN.encode())
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", str(p)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == (f"ehtool: error: {p}: offset {text_at:#x}: format of demo:broken "
+                           "(id 77) does not parse: broken: no 'format:' fields\n")
 
 
 def test_good_format_attaches(tmp_path):
@@ -202,3 +233,29 @@ def test_truncation_inside_attrs_is_reported_at_open(tmp_path):
     with pytest.raises(InputError, match="attrs section runs past the end") as info:
         PerfDataFile.open(p)
     assert info.value.offset == 24
+
+
+def test_format_error_in_pipe_mode_names_the_text_offset(tmp_path):
+    """In a pipe stream the tracing data follows its HEADER_TRACING_DATA record."""
+    from ehtool.perfdata.grammar import MAGIC
+
+    w = PerfDataWriter(tmp_path / "scratch.data")  # only its record builders are used
+    attr = make_attr(w.g, type=2, config=77, sample_type=0x10587, sample_id_all=True)
+    ev = w.add_event(attr, [5])
+    td = TracingData(version="0.6", big_endian=False, long_size=8, page_size=4096,
+                     header_page=b"", header_event=b"", formats=[("demo", _BROKEN)])
+    blob = build_tracing_data(td)
+    blob += b"\0" * (-len(blob) % 8)
+    stream = (MAGIC + struct.pack("<Q", 16)
+              + w.record_bytes(RecordType.HEADER_ATTR, dict(attr=attr, ids=[5]))
+              + w.record_bytes(RecordType.HEADER_TRACING_DATA, dict(size=len(blob), pad=bytes(4))))
+    stream += blob + w.sample_bytes(ev, id=5, pid=1, tid=1, time=1, cpu=0, raw=b"\x4d\0\0\0")
+    w.close()
+    p = tmp_path / "pipe.data"
+    p.write_bytes(stream)
+    with p.open("rb") as src:
+        got, err = _drain(PerfDataFile.open_stream(src, "stdin"))
+    assert len(got) == 1, err
+    assert err.offset == stream.index(_BROKEN.encode())
+    assert str(err).startswith(f"stdin: offset {err.offset:#x}: format of demo:broken")
+    assert "more problems" not in str(err)
