@@ -52,7 +52,10 @@ _PIPE_READ = 1 << 20
 
 _R = RecordType
 _SAMPLE = int(_R.SAMPLE)
-_FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND), int(_R.FINISHED_INIT)))
+# Only FINISHED_ROUND ends a time-sort group: perf-decode (LinuxTracepoints,
+# tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
+# the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
+_FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
 _NAME_RE = re.compile(r"^name:\s*(\S+)", re.MULTILINE)
 
 

@@ -107,7 +107,7 @@ def test_golden_time_order_is_stable_sort_within_rounds(golden_perf):
     for r in file_order:
         if r.is_sample:
             pending.append(r)
-        elif r.type in (R.FINISHED_ROUND, R.FINISHED_INIT):
+        elif r.type == R.FINISHED_ROUND:  # not FINISHED_INIT: see the test below
             expected += sorted(pending, key=lambda s: s.time)
             pending = []
     expected += sorted(pending, key=lambda s: s.time)
@@ -115,6 +115,30 @@ def test_golden_time_order_is_stable_sort_within_rounds(golden_perf):
         got = list(f.samples(order="time"))
     assert [s.offset for s in got] == [s.offset for s in expected]
     assert [s.offset for s in got] != [s.offset for s in file_order if s.is_sample]
+
+
+def test_finished_init_does_not_end_a_sort_group(tmp_path):
+    """perf-decode flushes its time-sorted map only at FINISHED_ROUND and at the end
+    (microsoft/LinuxTracepoints libeventheader-decode-cpp/tools/perf-decode.cpp, the
+    ``PERF_RECORD_FINISHED_ROUND`` branch of its read loop; PerfDataFile.cpp handles
+    FINISHED_INIT by re-reading EVENT_DESC only), so samples on both sides of a
+    FINISHED_INIT are sorted together."""
+    from ehtool.perfdata.writer import PerfDataWriter, make_attr
+
+    p = tmp_path / "init.data"
+    w = PerfDataWriter(p)
+    ev = w.add_event(make_attr(w.g, type=1, config=9, sample_type=0x10587,
+                               sample_id_all=True), [5], "dummy:x")
+    for rtype, t in [(None, 50), (R.FINISHED_INIT, 0), (None, 30), (None, 40),
+                     (R.FINISHED_ROUND, 0), (None, 20), (R.FINISHED_INIT, 0), (None, 10)]:
+        if rtype is None:
+            w.add_sample(ev, id=5, pid=1, tid=1, time=t, cpu=0)
+        else:
+            w.add_record(rtype)
+    w.close()
+    with PerfDataFile.open(p) as f:
+        assert [s.time for s in f.samples(order="time")] == [30, 40, 50, 10, 20]
+        assert f.counts[R.FINISHED_INIT] == 2 and f.counts[R.FINISHED_ROUND] == 1
 
 
 def test_golden_nonsample_records_and_comm(golden_perf):
