@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import struct
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -192,6 +193,60 @@ def test_single_event_without_ids_uses_the_lone_attr():
         # no -k: no CLOCK_DATA, times print as bare seconds like perf script
         assert f.info.clock_data is None
         assert f.session.time_json(samples[0].time) == b"1510.160168781"
+
+
+_ID_NO_IDENTIFIER = 0x5C6  # TID|TIME|ID|CPU|PERIOD|RAW: the id is the 3rd u64, not the 1st
+
+
+def _two_event_id_file(path: Path) -> None:
+    """Two tracepoints recorded with PERF_SAMPLE_ID (no IDENTIFIER), sample_id_all set."""
+    from ehtool.perfdata.tracing_data import TracingData, build_tracing_data
+    from ehtool.perfdata.writer import PerfDataWriter, make_attr
+
+    fmt = ("name: {0}\nID: {1}\nformat:\n\tfield:unsigned short common_type;\toffset:0;\t"
+           "size:2;\tsigned:0;\n\n\tfield:int {2};\toffset:8;\tsize:4;\tsigned:1;\n\n"
+           'print fmt: "{2}=%d", REC->{2}\n')
+    w = PerfDataWriter(path)
+    a = w.add_event(make_attr(w.g, type=2, config=501, sample_type=_ID_NO_IDENTIFIER,
+                              sample_period=1, sample_id_all=True), [10, 11])
+    b = w.add_event(make_attr(w.g, type=2, config=502, sample_type=_ID_NO_IDENTIFIER,
+                              sample_period=1, sample_id_all=True), [20])
+    w.set_tracing_data(build_tracing_data(TracingData(
+        version="0.6", big_endian=False, long_size=8, page_size=4096, header_page=b"",
+        header_event=b"", formats=[("demo", fmt.format("alpha", 501, "x")),
+                                   ("demo", fmt.format("beta", 502, "y"))])))
+    trailer = dict(pid=7, tid=8, time=15, id=20, cpu=3, cpu_reserved=0)
+    w.add_record(R.COMM, dict(pid=7, tid=8, comm="worker"), sample_id=trailer,
+                 sample_type=_ID_NO_IDENTIFIER)
+    for ev, ident, t, x in [(a, 10, 10, 1), (b, 20, 20, 2), (a, 11, 30, 3), (b, 20, 40, 4)]:
+        raw = struct.pack("<HxxxxxxI", 500 + 1 + ev, x)
+        w.add_sample(ev, id=ident, pid=7, tid=8, time=t, cpu=ev, period=1, raw=raw)
+    w.add_record(R.FINISHED_ROUND)
+    w.close()
+
+
+@pytest.mark.parametrize("path", ["run-scanner", "general"])
+def test_sample_id_without_identifier(tmp_path, monkeypatch, path):
+    """Samples are tied to their event by PERF_SAMPLE_ID at its place after TID and
+    TIME; the COMM record's sample_id_all trailer (id 20 before CPU) is parsed."""
+    import ehtool.perfdata.reader as reader_mod
+
+    if path == "general":  # no generated run scanner: the per-record reader in _scan
+        monkeypatch.setattr(reader_mod, "make_run_scanner", lambda *a: None)
+    p = tmp_path / "ids.data"
+    _two_event_id_file(p)
+    with PerfDataFile.open(p) as f:
+        assert [d.name for d in f.descs] == ["demo:alpha", "demo:beta"]
+        alpha, beta = f.descs
+        assert f.desc_for_id(11) is alpha and f.desc_for_id(20) is beta
+        recs = list(f.records(order="file"))
+    comm, *samples, _round = recs
+    assert [(s.desc, s.time, s.cpu, struct.unpack_from("<i", s.raw, 8)[0]) for s in samples] == [
+        (alpha, 10, 0, 1), (beta, 20, 1, 2), (alpha, 30, 0, 3), (beta, 40, 1, 4)]
+    assert all((s.pid, s.tid) == (7, 8) for s in samples)
+    assert comm.type == R.COMM and comm.desc is beta
+    assert (comm.pid, comm.tid, comm.time, comm.cpu) == (7, 8, 15, 3)
+    assert comm.body.comm == "worker" and f.session.comm(8) == "worker"
 
 
 def test_example_uses_sample_identifier():
