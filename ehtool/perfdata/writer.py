@@ -17,7 +17,9 @@ is patched. Used by the tests (big-endian and damaged files) and the benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import struct
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
@@ -34,6 +36,8 @@ from ehtool.perfdata.grammar import (
     SampleType,
     grammar_for,
 )
+from ehtool.perfdata.tracefs_format import DATA_LOC, REL_LOC, EventFormat, FieldFormat
+from ehtool.perfdata.tracing_data import build_tracing_data
 
 
 def make_attr(g: PerfGrammar, *, size: int = ATTR_SIZE_KNOWN, **fields: Any) -> c.Container:
@@ -229,13 +233,17 @@ def copy_metadata(w: PerfDataWriter, src: Any) -> None:
     """Copy the events (attrs, ids, names), tracing data and known features of ``src``.
 
     ``src`` is an open :class:`~ehtool.perfdata.reader.PerfDataFile`; features are
-    re-encoded in ``w``'s byte order (the tracing blob keeps its own).
+    re-encoded in ``w``'s byte order, and so is the tracing blob when ``w``'s byte
+    order differs (perf writes both in the recording machine's order).
     """
     for desc in src.descs:
         w.add_event(desc.attr, desc.ids, desc.name)
     w.event_desc_feature()
     if src.tracing is not None:
-        w.set_tracing_data(src.info.features[Feature.TRACING_DATA])
+        blob = src.info.features[Feature.TRACING_DATA]
+        if src.tracing.big_endian != w.big_endian:
+            blob = build_tracing_data(dataclasses.replace(src.tracing, big_endian=w.big_endian))
+        w.set_tracing_data(blob)
     for bit in _COPY_FEATURES:
         if bit in src.info.features:
             value = src.grammar.features[bit].parse(src.info.features[bit])
@@ -245,13 +253,17 @@ def copy_metadata(w: PerfDataWriter, src: Any) -> None:
 def transcode_record(src: PerfGrammar, dst: PerfGrammar, data: bytes, desc: Any) -> bytes | None:
     """One record's bytes re-encoded from ``src`` to ``dst`` byte order.
 
-    Samples need their event's ``desc``; other records are converted when they
-    have a grammar (their ``sample_id_all`` trailer per ``desc``), else None.
+    Samples need their event's ``desc``; between byte orders their RAW fields are
+    swapped per ``desc.format`` (see :func:`swap_raw`). Other records are converted
+    when they have a grammar (their ``sample_id_all`` trailer per ``desc``), else None.
     """
     rtype = src.record_header.parse(data).type
     if rtype == RecordType.SAMPLE:
         st, rf = desc.attr.sample_type, desc.attr.read_format
-        return dst.sample(st, rf).build(src.sample(st, rf).parse(data))
+        obj = src.sample(st, rf).parse(data)
+        if st & SampleType.RAW and desc.format is not None and src.big_endian != dst.big_endian:
+            obj.raw = swap_raw(desc.format, obj.raw, src.big_endian)
+        return dst.sample(st, rf).build(obj)
     if rtype not in src.records or rtype >= 64 and rtype not in (
             RecordType.FINISHED_ROUND, RecordType.FINISHED_INIT):
         return None
@@ -268,6 +280,74 @@ def transcode_record(src: PerfGrammar, dst: PerfGrammar, data: bytes, desc: Any)
     return out if len(out) == len(data) else None
 
 
+def swap_raw(fmt: EventFormat, raw: bytes, big_endian: bool) -> bytes:
+    """``raw`` (in ``big_endian`` order) with every field of ``fmt`` in the other order.
+
+    Numbers and the elements of numeric arrays are swapped, ``__data_loc`` and
+    ``__rel_loc`` words and the arrays they point to too; bytes (strings, blobs)
+    stay. An EventHeader (from ``fmt.eventheader_offset`` on) stays as it is: it
+    carries its own byte-order flag.
+    """
+    out = bytearray(raw)
+    stop = fmt.eventheader_offset
+    for f in fmt.all_fields:
+        if f.size == 0 or f.offset + f.size > len(out) or (stop is not None and f.offset >= stop):
+            continue
+        if f.array in (DATA_LOC, REL_LOC):
+            _swap_dynamic(out, f, big_endian)
+        else:
+            _swap_units(out, f.offset, f.size, f.element_size)
+    return bytes(out)
+
+
+def _swap_units(buf: bytearray, start: int, size: int, unit: int) -> None:
+    """Reverse each ``unit``-byte element of ``buf[start:start + size]`` in place."""
+    if unit < 2 or size % unit:
+        return
+    for at in range(start, start + size, unit):
+        buf[at:at + unit] = buf[at:at + unit][::-1]
+
+
+def _swap_dynamic(buf: bytearray, f: FieldFormat, big_endian: bool) -> None:
+    """Swap a ``__data_loc``/``__rel_loc`` word (u32 ``size << 16 | offset``, or an old
+    u16 string offset) and, for the u32 form, the elements it points to."""
+    at = f.offset
+    if f.size == 4:
+        loc = int.from_bytes(buf[at:at + 4], "big" if big_endian else "little")
+        dyn_size, dyn_off = loc >> 16, loc & 0xFFFF
+        if f.array == REL_LOC:
+            dyn_off += at + 4
+        if dyn_off + dyn_size <= len(buf):
+            _swap_units(buf, dyn_off, dyn_size - dyn_size % f.element_size, f.element_size)
+    _swap_units(buf, at, f.size, f.size)
+
+
+def transcode_file(src_path: str | os.PathLike, dst_path: str | os.PathLike, *,
+                   big_endian: bool = True) -> int:
+    """Copy a file-mode recording into ``dst_path`` in the given byte order, as perf on
+    a machine of that order would have written it (see :func:`copy_metadata` and
+    :func:`transcode_record`); records without a grammar are left out. Returns the
+    number of records written."""
+    from ehtool.perfdata.reader import PerfDataFile
+
+    n = 0
+    with PerfDataFile.open(src_path) as f:
+        gs, gd = f.grammar, grammar_for(big_endian)
+        size_of = struct.Struct(gs.endian + "H").unpack_from
+        w = PerfDataWriter(dst_path, big_endian=big_endian)
+        copy_metadata(w, f)
+        assert f._mm is not None
+        for rec in f.records(order="file"):
+            data = f._mm[rec.offset:rec.offset + size_of(f._mm, rec.offset + 6)[0]]
+            layout = rec.desc if rec.desc is not None else f.descs[0]
+            out = transcode_record(gs, gd, data, layout)
+            if out is not None:
+                w.add_raw(out)
+                n += 1
+        w.close()
+    return n
+
+
 def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, count: int, *,
                    round_every: int = 4096, attr_size: int | None = None) -> int:
     """Write ``count`` samples by repeating the samples of ``src_path`` with shifted times.
@@ -277,8 +357,6 @@ def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, cou
     size (e.g. 128 for perf 6.1, which refuses newer, bigger attrs). Returns the
     number of samples written.
     """
-    import struct
-
     from ehtool.perfdata.hotpath import sample_prefix
     from ehtool.perfdata.reader import PerfDataFile
 

@@ -12,6 +12,7 @@ import pytest
 
 from ehtool.perfdata.grammar import RecordType
 from ehtool.perfdata.reader import PerfDataFile
+from ehtool.perfdata.writer import swap_raw
 
 from .conftest import DATA, EXAMPLE
 from .helpers import transcode_file
@@ -164,10 +165,21 @@ def test_golden_big_endian_copy_reads_the_same(golden_perf, tmp_path):
         assert be_f.descs[9].attr.flags.sample_id_all and be_f.descs[9].attr.flags.use_clockid
         assert be_f.info.clock_data == le_f.info.clock_data
         assert be_f.info.hostname == "dcook2"
-        a = [(s.time, s.cpu, s.pid, s.tid, s.raw, s.desc.name) for s in le_f.samples()]
-        b = [(s.time, s.cpu, s.pid, s.tid, s.raw, s.desc.name) for s in be_f.samples()]
-        assert a == b and len(b) == 539
+        assert be_f.tracing.big_endian and not le_f.tracing.big_endian
+        assert be_f.tracing.formats == le_f.tracing.formats
+        le, be = list(le_f.samples()), list(be_f.samples())
+        assert [(s.time, s.cpu, s.pid, s.tid, s.desc.name) for s in be] == [
+            (s.time, s.cpu, s.pid, s.tid, s.desc.name) for s in le]
+        assert len(be) == 539
         assert be_f.session.comm(2002) == "perf"
+    for x, y in zip(le, be, strict=True):  # RAW fields in the file's byte order ...
+        fmt = x.desc.format
+        assert int.from_bytes(y.raw[:2], "big") == int.from_bytes(x.raw[:2], "little") == fmt.id
+        eh = fmt.eventheader_offset
+        if eh is None:
+            assert y.raw != x.raw and swap_raw(fmt, y.raw, True) == x.raw
+        else:  # ... but an EventHeader keeps its own (little-endian here)
+            assert y.raw[eh:] == x.raw[eh:] and y.raw[eh] & 0x4  # FLAG_LITTLE_ENDIAN
 
 
 # -- own recordings (perf 6.1 on this host) ---------------------------------------------
