@@ -51,7 +51,7 @@ def test_big_endian_sched_recording_decodes_the_same(src, tmp_path):
     assert src.name == "sched-task-noid.data" or {"pid", "target_cpu"} <= fields
 
 
-def test_big_endian_sched_fields_are_not_swapped_twice(tmp_path):
+def test_big_endian_copy_has_big_endian_fields(tmp_path):
     """The copy's RAW bytes differ from the original (the fields really are big-endian)."""
     src = SCHED[0]
     be = _big_endian_copy(src, tmp_path)
