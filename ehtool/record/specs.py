@@ -126,14 +126,25 @@ def parse_spec(text: str, source: str = "") -> TracepointSpec | None:
 
 
 def read_spec_file(path: str | Path) -> list[TracepointSpec]:
-    """Specs from a file, one a line (blank lines and ``#`` comments skipped)."""
+    """Specs from a file, one a line (blank lines and ``#`` comments skipped).
+
+    ``-`` reads standard input (UTF-8); its lines are named ``<stdin>:N`` in errors.
+    """
+    import sys
+
+    from_stdin = str(path) == "-"
+    label = "<stdin>" if from_stdin else str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if from_stdin:
+            stream = getattr(sys.stdin, "buffer", None)
+            text = stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read spec file: {_brief(exc)}") from None
+        raise SpecError(f"{label}: cannot read spec file: {_brief(exc)}") from None
     specs = []
     for number, line in enumerate(text.splitlines(), 1):
-        spec = parse_spec(line, f"{path}:{number}")
+        spec = parse_spec(line, f"{label}:{number}")
         if spec is not None:
             specs.append(spec)
     return specs

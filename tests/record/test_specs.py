@@ -84,6 +84,21 @@ def test_read_spec_file_errors(tmp_path):
         read_spec_file(tmp_path / "missing.txt")
 
 
+def test_read_spec_file_dash_reads_stdin(monkeypatch):
+    import io
+    import sys
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"MyProv_L5K1\n# c\nMyEvent u32 a\nBad_L5\n"))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    with pytest.raises(SpecError, match=r"^<stdin>:4: "):
+        read_spec_file("-")
+    stdin = io.TextIOWrapper(io.BytesIO(b"MyProv_L5K1\n\nMyEvent u32 a\n"))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    specs = read_spec_file("-")
+    assert [(s.tracepoint, s.source) for s in specs] == [
+        ("user_events:MyProv_L5K1", "<stdin>:1"), ("user_events:MyEvent", "<stdin>:3")]
+
+
 def test_expand_provider():
     names = [s.name for s in expand_provider("MyProv", "1-3,5", "0x1,0x10")]
     assert names == ["MyProv_L1K1", "MyProv_L1K10", "MyProv_L2K1", "MyProv_L2K10",
