@@ -77,6 +77,77 @@ def test_spot_checks(corpus):
     assert grp.eventheader_offset == 8
 
 
+def _shape(f) -> list[tuple]:
+    return [(x.name, x.offset, x.size, x.format, x.element_size, x.array, x.array_count)
+            for x in f.fields]
+
+
+# Read by hand from each format file, with perf-decode's rules (PerfFieldMetadata in
+# LinuxTracepoints' PerfEventMetadata.cpp): "unsigned long" and pointers are hex of
+# sizeof(long); unknown typedefs (pid_t, dev_t, enum x) hex; "unsigned"/"long long"/
+# "short" set the integer size; a scalar's size: overrides its element size, a fixed
+# array's element size stays the type's; char is a string unless signed/unsigned.
+# (No file of the corpus has a __rel_loc field; test_field_classification_rules has one.)
+_HAND_CHECKED = {
+    "raw_syscalls sys_enter": [  # long id; unsigned long args[6]
+        ("id", 8, 8, SIGNED, 8, SCALAR, 0), ("args", 16, 48, HEX, 8, FIXED, 6)],
+    "ftrace kernel_stack": [  # int size; unsigned long caller[8]
+        ("size", 8, 4, SIGNED, 4, SCALAR, 0), ("caller", 16, 64, HEX, 8, FIXED, 8)],
+    "nfsd nfsd_cb_args": [  # u32 x4; __data_loc u8[] addr
+        ("cl_boot", 8, 4, UNSIGNED, 4, SCALAR, 0), ("cl_id", 12, 4, UNSIGNED, 4, SCALAR, 0),
+        ("prog", 16, 4, UNSIGNED, 4, SCALAR, 0), ("ident", 20, 4, UNSIGNED, 4, SCALAR, 0),
+        ("addr", 24, 4, UNSIGNED, 1, DATA_LOC, 0)],
+    "sched sched_process_exec": [  # __data_loc char[] filename; pid_t pid, old_pid
+        ("filename", 8, 4, STRING, 1, DATA_LOC, 0), ("pid", 12, 4, HEX, 4, SCALAR, 0),
+        ("old_pid", 16, 4, HEX, 4, SCALAR, 0)],
+    "kmem kfree": [  # unsigned long call_site; const void * ptr
+        ("call_site", 8, 8, HEX, 8, SCALAR, 0), ("ptr", 16, 8, HEX, 8, SCALAR, 0)],
+    "timer hrtimer_start": [  # void * x2; s64 x2; enum hrtimer_mode mode
+        ("hrtimer", 8, 8, HEX, 8, SCALAR, 0), ("function", 16, 8, HEX, 8, SCALAR, 0),
+        ("expires", 24, 8, SIGNED, 8, SCALAR, 0), ("softexpires", 32, 8, SIGNED, 8, SCALAR, 0),
+        ("mode", 40, 4, HEX, 4, SCALAR, 0)],
+    "ftrace funcgraph_exit": [  # unsigned long; int; unsigned int; unsigned long long x2
+        ("func", 8, 8, HEX, 8, SCALAR, 0), ("depth", 16, 4, SIGNED, 4, SCALAR, 0),
+        ("overrun", 20, 4, UNSIGNED, 4, SCALAR, 0), ("calltime", 24, 8, UNSIGNED, 8, SCALAR, 0),
+        ("rettime", 32, 8, UNSIGNED, 8, SCALAR, 0)],
+    "xfs xfs_inode_timestamp_range": [  # dev_t dev; long long min, max
+        ("dev", 8, 4, HEX, 4, SCALAR, 0), ("min", 16, 8, SIGNED, 8, SCALAR, 0),
+        ("max", 24, 8, SIGNED, 8, SCALAR, 0)],
+    "oom oom_score_adj_update": [  # pid_t pid; char comm[16]; short oom_score_adj
+        ("pid", 8, 4, HEX, 4, SCALAR, 0), ("comm", 12, 16, STRING, 1, FIXED, 16),
+        ("oom_score_adj", 28, 2, SIGNED, 2, SCALAR, 0)],
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_HAND_CHECKED))
+def test_hand_checked_fields(corpus, entry):
+    assert _shape(fmt(corpus, entry)) == _HAND_CHECKED[entry]
+
+
+def test_hand_checked_common_fields_and_unsigned_char(corpus):
+    f = fmt(corpus, "scsi scsi_dispatch_cmd_start")
+    assert [(x.name, x.offset, x.size, x.format, x.element_size) for x in f.common_fields] == [
+        ("common_type", 0, 2, UNSIGNED, 2), ("common_flags", 2, 1, UNSIGNED, 1),
+        ("common_preempt_count", 3, 1, UNSIGNED, 1), ("common_pid", 4, 4, SIGNED, 4)]
+    own = _shape(f)
+    assert own[0] == ("host_no", 8, 4, UNSIGNED, 4, SCALAR, 0)  # unsigned int
+    assert own[6] == ("driver_tag", 32, 4, SIGNED, 4, SCALAR, 0)  # int
+    assert own[-2:] == [("prot_op", 48, 1, UNSIGNED, 1, SCALAR, 0),  # unsigned char
+                        ("cmnd", 52, 4, UNSIGNED, 1, DATA_LOC, 0)]  # __data_loc unsigned char[]
+    assert len(own) == 12 and f.id == 2438
+
+
+def test_hand_checked_32_bit_long(corpus):
+    """long_size 4: a fixed ``unsigned long`` array keeps 4-byte elements (the type's),
+    while a scalar's ``size:`` (8) wins over the type's 4."""
+    def at4(entry: str):
+        return _shape(parse_format(corpus[entry], entry.split(" ")[0], long_size=4))
+
+    assert at4("raw_syscalls sys_enter")[1] == ("args", 16, 48, HEX, 4, FIXED, 6)
+    assert at4("ftrace kernel_stack")[1] == ("caller", 16, 64, HEX, 4, FIXED, 8)
+    assert at4("kmem kfree") == _HAND_CHECKED["kmem kfree"]
+
+
 def test_field_classification_rules():
     from ehtool.perfdata.tracefs_format import classify
 
