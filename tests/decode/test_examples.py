@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DATA = EXAMPLES.parent / "tests" / "data"
 
 
 def decode(name: str) -> list[list[tuple[str, object]]]:
@@ -35,4 +40,95 @@ def test_eventheader_example():
 
 def test_sched_example_matches_perf_script_count():
     events = decode("sched.data")
-    assert events and {e[0][1] for e in events} <= {"sched:sched_switch", "sched:sched_wakeup"}
+    script = (DATA / "sched.data.script").read_text().splitlines()
+    assert len(events) == len(script) == 35
+    assert [e[0][1] for e in events].count("sched:sched_wakeup") == 12
+
+
+# -- every event of the project's recordings against perf script -------------------------
+
+#: ``# reference time`` of ``perf report --header-only`` (CLOCK_DATA): TOD in whole
+#: microseconds and the monotonic time of the same instant, in ns
+_REFERENCE_TIME = {"sched.data": (1795345802_972211, 1507_487801979),
+                   "sched-ids.data": (1795345804_235897, 1508_751487988),
+                   "sched-pipe.data": (1795345806_804846, 1511_320437195)}
+_RECORDINGS = [EXAMPLES / "sched.data", DATA / "sched-ids.data", DATA / "sched-pipe.data",
+               DATA / "sched-task-noid.data"]
+_HEAD = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}): (\S+): (.*)$")
+# the print fmts of sched_switch and sched_wakeup in these recordings' tracing data
+_TRACE = {
+    "sched:sched_switch": re.compile(
+        r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_state=(\S+) ==> "
+        r"next_comm=(.*) next_pid=(-?\d+) next_prio=(-?\d+)$"),
+    "sched:sched_wakeup": re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)$"),
+}
+_FIELDS = {"sched:sched_switch": ("prev_comm", "prev_pid", "prev_prio", "prev_state",
+                                  "next_comm", "next_pid", "next_prio"),
+           "sched:sched_wakeup": ("comm", "pid", "prio", "target_cpu")}
+# prev_state's __print_flags table (mask 0xff; 0 prints "R", bit 0x100 appends "+")
+_STATE_FLAGS = ((0x01, "S"), (0x02, "D"), (0x04, "T"), (0x08, "t"), (0x10, "X"),
+                (0x20, "Z"), (0x40, "P"), (0x80, "I"))
+
+
+def _script_events(path: Path) -> list[tuple]:
+    """(time ns, cpu, pid, tid, name, fields) of each line of ``path``'s .script file."""
+    rows = []
+    for line in (DATA / f"{path.name}.script").read_text().splitlines():
+        pid, tid, cpu, sec, ns, name, trace = _HEAD.match(line).groups()
+        values = _TRACE[name].match(trace).groups()
+        rows.append((int(sec) * 10**9 + int(ns), int(cpu), int(pid), int(tid), name,
+                     dict(zip(_FIELDS[name], values, strict=True))))
+    return rows
+
+
+def _as_script(name: str, value: object) -> str:
+    """A JSON field value as perf script prints it (perf-decode prints pid_t as hex)."""
+    if name.endswith("pid"):
+        assert isinstance(value, str) and value.startswith("0x")
+        return str(int(value, 16))
+    if name == "prev_state":
+        flags = "|".join(c for bit, c in _STATE_FLAGS if value & bit) or "R"
+        return flags + ("+" if value & 0x100 else "")
+    if name == "target_cpu":
+        return f"{value:03d}"
+    return str(value)
+
+
+def _utc_ns(text: str) -> int:
+    day, _, ns = text.rstrip("Z").partition(".")
+    stamp = datetime.datetime.fromisoformat(day).replace(tzinfo=datetime.UTC)
+    return int(stamp.timestamp()) * 10**9 + int(ns)
+
+
+def _json_events(path: Path) -> list[tuple]:
+    """(time, cpu, pid, tid, name, fields as perf script prints them) from ehtool decode."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", str(path)],
+                          capture_output=True, check=True)
+    assert done.stderr == b""
+    rows = []
+    for event in json.loads(done.stdout, object_pairs_hook=lambda p: p)[0][1]:
+        (_, name), *fields, (_, meta) = event
+        meta = dict(meta)
+        rows.append((meta["time"], meta["cpu"], meta["pid"], meta["tid"], name,
+                     {k: _as_script(k, v) for k, v in fields}))
+    return rows
+
+
+@pytest.mark.parametrize("path", _RECORDINGS, ids=lambda p: p.name)
+def test_recording_fields_match_perf_script(path: Path):
+    expected = _script_events(path)
+    got = _json_events(path)
+    assert len(got) == len(expected) > 0
+    reference = _REFERENCE_TIME.get(path.name)
+    if reference is None:  # no CLOCK_DATA: seconds of the session clock, as perf prints
+        assert all(isinstance(t, float) for t, *_ in got)
+        got = [(round(t * 10**9), *rest) for t, *rest in got]
+    else:  # UTC: the script time plus one offset, that of perf's reference time (to 1 us)
+        offsets = {_utc_ns(t) - e[0] for (t, *_), e in zip(got, expected, strict=True)}
+        assert len(offsets) == 1
+        tod_us, mono_ns = reference
+        assert abs(offsets.pop() - (tod_us * 1000 - mono_ns)) < 1000
+        got = [(e[0], *rest) for (_, *rest), e in zip(got, expected, strict=True)]
+    assert got == expected
+    if path.name != "sched-task-noid.data":
+        assert {name for *_, name, _ in got} == set(_TRACE)

@@ -19,11 +19,11 @@ from .helpers import transcode_file
 
 R = RecordType
 
-_SCRIPT_RE = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\S+):\s*$")
+_SCRIPT_RE = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\S+):(?:\s.*)?$")
 
 
 def _script_rows(text: str) -> list[tuple]:
-    """(time, cpu, pid, tid, name) from ``perf script -F event,pid,tid,cpu,time --ns``."""
+    """(time, cpu, pid, tid, name) from ``perf script -F event,pid,tid,cpu,time[,trace] --ns``."""
     rows = []
     for line in text.splitlines():
         m = _SCRIPT_RE.match(line)
