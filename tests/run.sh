@@ -23,6 +23,7 @@ fi
 # perf needs tracefs for tracepoints on the host
 mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 
-python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e '.[test]'   # also builds the C hot loops (ehtool/_speedups.c)
+export EHTOOL_REQUIRE_SPEEDUPS=1           # so the C code is tested, never skipped
 python3 -m ruff check ehtool tests bench scripts
 python3 -m pytest -q "$@"

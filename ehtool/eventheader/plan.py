@@ -179,11 +179,13 @@ def _unpacker(cache: dict[int, Callable], prefix: str, n: int) -> Callable:
 class Plan:
     """A compiled metadata: event name, field tree and the generated renderer."""
 
-    __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render", "source")
+    __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render",
+                 "py_render", "source")
 
     def __init__(self, event_name: bytes, event_name_json: bytes, attributes: bytes,
                  fields: list[FieldDef], render: Callable[[bytes, int, int], bytes],
-                 source: str) -> None:
+                 source: str, py_render: Callable[[bytes, int, int], bytes] | None = None,
+                 ) -> None:
         #: the metadata event name up to its first ``;`` (bytes as stored)
         self.event_name = event_name
         #: its JSON string without the opening quote (``name"``)
@@ -193,6 +195,8 @@ class Plan:
         self.fields = fields
         self.render = render
         self.source = source
+        #: the generated Python renderer (``render`` is the C one when built)
+        self.py_render = py_render or render
 
 
 def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
@@ -208,8 +212,12 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
     code = compile(source, f"<eventheader plan {event_name[:40]!r}>", "exec")
     namespace = dict(gen.ns)
     exec(code, namespace)
+    from ehtool.eventheader.cplan import native_render
+
+    render = namespace["render"]
+    fast = native_render(defs, little, style, render)
     return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
-                defs, namespace["render"], source)
+                defs, fast or render, source, py_render=render)
 
 
 class _Part:

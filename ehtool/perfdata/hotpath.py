@@ -36,6 +36,7 @@ class FixedPrefix:
     struct: struct.Struct
     names: tuple[str, ...]  # one per unpacked value
     offsets: dict[str, int]  # byte offset of each named field
+    codes: dict[str, str]  # struct code of each named field (``I``, ``q``...)
     rest: tuple[c.Construct, ...]  # the fields after the prefix, still to read
 
     @property
@@ -55,6 +56,7 @@ def fixed_prefix(endian: str, fields: tuple[c.Construct, ...]) -> FixedPrefix:
     fmt = [endian]
     names: list[str] = []
     offsets: dict[str, int] = {}
+    codes: dict[str, str] = {}
     offset = 0
     i = 0
     for i, sub in enumerate(fields):  # noqa: B007
@@ -65,12 +67,13 @@ def fixed_prefix(endian: str, fields: tuple[c.Construct, ...]) -> FixedPrefix:
         fmt.append(field.fmtstr[1:])
         names.append(name)
         offsets[name] = offset
+        codes[name] = field.fmtstr[1:]
         offset += field.length
     else:
         i = len(fields)
     st = struct.Struct("".join(fmt))
     assert st.size == offset, "construct and struct sizes disagree"
-    return FixedPrefix(st, tuple(names), offsets, tuple(fields[i:]))
+    return FixedPrefix(st, tuple(names), offsets, codes, tuple(fields[i:]))
 
 
 def _header_fields(g: PerfGrammar) -> tuple[c.Construct, ...]:
@@ -211,7 +214,8 @@ def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
     return TrailerReader(trailer_prefix(g, sample_type))
 
 
-def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
+def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int, *,
+                     native: bool = True):
     """A loop over consecutive samples that share one fixed layout, or None.
 
     ``scan(buf, pos, limit, base, append) -> (pos, count)`` reads samples of the
@@ -219,7 +223,8 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     ``unpack_from`` each, and returns at the first record it does not handle
     (another record type, another layout, a short or corrupt record), leaving
     that record to the general reader. ``id_at`` is the offset of the sample id
-    (8 for IDENTIFIER), or -1 when the lone event has no ids.
+    (8 for IDENTIFIER), or -1 when the lone event has no ids. With ``native``, the
+    C version of the same loop (``_speedups.Scanner``) when it is built.
     """
     layouts: dict[tuple[int, int], list[EventDesc]] = {}
     for d in descs:
@@ -236,6 +241,11 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     if id_name is None and not (id_at < 0 and len(descs) == 1):
         return None
     fixed = prefix.size
+    by_id = {i: d for d in members for i in d.ids}
+    if native:
+        scan = _native_scanner(prefix, id_name, by_id, descs[0], g.endian == "<")
+        if scan is not None:
+            return scan
     names = [n if n in _SAMPLE_FIELDS or n in ("type", "size", "raw_size", id_name) else "_"
              for n in prefix.names]
     args = {n: (n if n in names else "None") for n in _SAMPLE_FIELDS}
@@ -261,7 +271,6 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
         "        pos += size\n"
         "    return pos, count\n"
     )
-    by_id = {i: d for d in members for i in d.ids}
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "by_id": by_id,
                  "lone": descs[0], "new": tuple.__new__}
     exec(compile(src, f"<sample run scanner {st:#x}>", "exec"), namespace)  # noqa: S102
@@ -269,3 +278,22 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     fn.source = src
     fn.by_id = by_id
     return fn
+
+
+def _native_scanner(prefix: FixedPrefix, id_name: str | None, by_id: dict[int, EventDesc],
+                    lone: EventDesc, little: bool):
+    """``_speedups.Scanner(...).scan`` for this layout, or None without the C module."""
+    from ehtool.speedups import load
+
+    speedups = load()
+    if speedups is None:
+        return None
+    wanted = {"type": "type", "size": "size", "raw_size": "raw_size", **{
+        n: n for n in _SAMPLE_FIELDS}}
+    if id_name is not None:
+        wanted["id"] = id_name
+    fields = {key: (prefix.offsets[name], struct.calcsize("<" + prefix.codes[name]),
+                    prefix.codes[name].islower())
+              for key, name in wanted.items() if name in prefix.offsets}
+    return speedups.Scanner(fields, prefix.size, little, by_id if id_name else None, lone,
+                            Sample).scan

@@ -52,7 +52,7 @@ def _event_object(ev, style: JsonStyle) -> bytes:
             + b'"meta"' + style.colon + meta_obj + style.close_obj)
 
 
-def test_every_dat_event_matches_perf_decode(dat_events, dat_expected):
+def test_every_dat_event_matches_perf_decode(dat_events, dat_expected, impl):
     assert len(dat_events) == len(dat_expected) == 374
     decoder = EventHeaderDecoder(SPACED)
     replaced = []
@@ -112,7 +112,7 @@ def test_big_endian_copies_decode_to_the_same_json(dat_events):
     assert converted == 374
 
 
-def test_perf_data_eventheader_events_match_perf_decode(perf_events):
+def test_perf_data_eventheader_events_match_perf_decode(perf_events, impl):
     text = golden_path("linuxtracepoints/perf.data.linux.json").read_bytes()
     expected = [line.removesuffix(b",").removesuffix(b" ]")[1:]
                 for line in text.split(b"\n") if line.startswith(b" {")]

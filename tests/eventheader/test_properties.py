@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ehtool.eventheader.dat import iter_dat
@@ -61,16 +61,20 @@ def check(name: str, data: bytes, style=SPACED) -> str:
     return "ok"
 
 
-@settings(max_examples=400, deadline=None)
+# ``impl`` (C or pure-Python renderers) is set once per test, not per example
+_ONCE = [HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=_ONCE)
 @given(field_defs(), st.binary(max_size=120), st.booleans(), st.booleans())
-def test_random_layouts_agree_with_the_grammar(defs, payload, little, compact):
+def test_random_layouts_agree_with_the_grammar(impl, defs, payload, little, compact):
     data = event(defs, payload, little=little)
     check("P_L5K1", data, COMPACT if compact else SPACED)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=_ONCE)
 @given(field_defs(), st.data())
-def test_random_layouts_with_well_formed_payloads(defs, draw):
+def test_random_layouts_with_well_formed_payloads(impl, defs, draw):
     # payload built so most events decode: counts small, strings terminated
     parts = []
     for _ in range(12):
@@ -90,7 +94,7 @@ def golden_events() -> list[tuple[str, bytes]]:
     return list(iter_dat(str(golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat"))))
 
 
-def test_mutated_golden_events_agree_with_the_grammar(golden_events):
+def test_mutated_golden_events_agree_with_the_grammar(golden_events, impl):
     rng = random.Random(7)
     outcomes = {"ok": 0, "error": 0, "none": 0}
     for _ in range(3000):

@@ -1,0 +1,834 @@
+/* ehtool._speedups: the decode hot loops in C (optional; the Python code is the reference).
+ *
+ * Scanner  -- reads runs of consecutive PERF_RECORD_SAMPLEs of one fixed layout into
+ *             Sample tuples (ehtool.perfdata.hotpath.make_run_scanner in Python).
+ * Plan     -- renders the payload of one EventHeader metadata as JSON by interpreting
+ *             a flat op list (ehtool.eventheader.cplan compiles it from the same field
+ *             definitions as the generated Python renderer).
+ *
+ * Both take their layouts from the Python side, which derives them from the construct
+ * grammars, and both defer to Python for anything unusual: the Scanner stops at the first
+ * record it does not handle, and the Plan calls the Python renderer of the same metadata
+ * whenever an event is malformed or a value needs a Python formatter's rules, so the
+ * output and the errors are the Python ones by construction.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* -- byte order helpers ------------------------------------------------------------ */
+
+static inline uint64_t
+read_uint(const unsigned char *q, int size, int little)
+{
+    uint64_t v = 0;
+    if (little) {
+        for (int i = size - 1; i >= 0; i--)
+            v = (v << 8) | q[i];
+    }
+    else {
+        for (int i = 0; i < size; i++)
+            v = (v << 8) | q[i];
+    }
+    return v;
+}
+
+static inline int64_t
+sign_extend(uint64_t v, int size)
+{
+    if (size == 8)
+        return (int64_t)v;
+    int shift = 64 - 8 * size;
+    return (int64_t)(v << shift) >> shift;
+}
+
+/* -- growable output buffer -------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+    char local[2048];
+} Out;
+
+static void
+out_init(Out *o)
+{
+    o->data = o->local;
+    o->len = 0;
+    o->cap = sizeof(o->local);
+}
+
+static void
+out_free(Out *o)
+{
+    if (o->data != o->local)
+        PyMem_Free(o->data);
+}
+
+static int
+out_reserve(Out *o, Py_ssize_t extra)
+{
+    if (o->len + extra <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap * 2;
+    while (cap < o->len + extra)
+        cap *= 2;
+    char *d;
+    if (o->data == o->local) {
+        d = PyMem_Malloc(cap);
+        if (d != NULL)
+            memcpy(d, o->data, o->len);
+    }
+    else {
+        d = PyMem_Realloc(o->data, cap);
+    }
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->data = d;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int
+out_put(Out *o, const char *s, Py_ssize_t n)
+{
+    if (out_reserve(o, n) < 0)
+        return -1;
+    memcpy(o->data + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+static int
+out_put_bytes(Out *o, PyObject *b)
+{
+    return out_put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+}
+
+static int
+out_put_u64(Out *o, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return out_put(o, tmp + sizeof(tmp) - n, n);
+}
+
+static int
+out_put_i64(Out *o, int64_t v)
+{
+    if (v >= 0)
+        return out_put_u64(o, (uint64_t)v);
+    if (out_put(o, "-", 1) < 0)
+        return -1;
+    return out_put_u64(o, (uint64_t)0 - (uint64_t)v);
+}
+
+static int
+out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
+{
+    static const char digits[] = "0123456789ABCDEF";
+    char tmp[20];
+    int n = 0;
+    tmp[sizeof(tmp) - 1 - n++] = '"';
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    tmp[sizeof(tmp) - 1 - n++] = 'x';
+    tmp[sizeof(tmp) - 1 - n++] = '0';
+    tmp[sizeof(tmp) - 1 - n++] = '"';
+    return out_put(o, tmp + sizeof(tmp) - n, n);
+}
+
+/* ================================================================================== */
+/* Plan: EventHeader payload renderer                                                 */
+/* ================================================================================== */
+
+enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3 };
+enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4 };
+
+typedef struct {
+    int op;
+    int size;        /* FIXED: value size; STR: code-unit size */
+    int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
+    int fast;        /* STR: printable ASCII renders as itself between quotes */
+    int count;       /* ARRAY: constant count, 0 when it is in the payload */
+    int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
+    Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
+    PyObject *obj;   /* LIT: bytes; FIXED/STR: the Python formatter (bytes -> bytes) */
+    PyObject *open, *sep, *close, *empty; /* ARRAY: bytes */
+} Op;
+
+typedef struct {
+    PyObject_HEAD
+    Op *ops;
+    Py_ssize_t nops;
+    int little;
+    long budget; /* MoveNext steps left for the dynamic part (limit - static) */
+    PyObject *fallback; /* the Python renderer: render(data, p, o) */
+} PlanObject;
+
+/* Failure codes of the interpreter: FAIL_PY means a Python exception is set. */
+enum { OK = 0, FAIL_DEFER = 1, FAIL_PY = 2 };
+
+typedef struct {
+    const unsigned char *data;
+    Py_ssize_t len;
+    Py_ssize_t p;
+    long steps;
+    int little;
+    long budget;
+    Out out;
+} Ctx;
+
+static int
+call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
+{
+    PyObject *arg = PyBytes_FromStringAndSize((const char *)c->data + start, n);
+    if (arg == NULL)
+        return FAIL_PY;
+    PyObject *r = PyObject_CallOneArg(fmt, arg);
+    Py_DECREF(arg);
+    if (r == NULL || !PyBytes_Check(r)) {
+        /* the Python renderer reports what is wrong with this event */
+        Py_XDECREF(r);
+        PyErr_Clear();
+        return FAIL_DEFER;
+    }
+    int rc = out_put_bytes(&c->out, r) < 0 ? FAIL_PY : OK;
+    Py_DECREF(r);
+    return rc;
+}
+
+static int
+run_fixed(Ctx *c, const Op *op)
+{
+    int size = op->size;
+    if (c->p + size > c->len)
+        return FAIL_DEFER;
+    const unsigned char *q = c->data + c->p;
+    int rc;
+    switch (op->kind) {
+    case FX_UNSIGNED:
+        rc = out_put_u64(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        break;
+    case FX_SIGNED:
+        rc = out_put_i64(&c->out, sign_extend(read_uint(q, size, c->little), size)) < 0
+                 ? FAIL_PY : OK;
+        break;
+    case FX_HEX:
+        rc = out_put_hex(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        break;
+    case FX_PORT: /* network byte order whatever the event's */
+        rc = out_put_u64(&c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
+        break;
+    default:
+        rc = call_formatter(c, op->obj, c->p, size);
+    }
+    c->p += size;
+    return rc;
+}
+
+/* The string at c->p: its data [start, start + n) and the position after it. */
+static int
+string_bounds(Ctx *c, const Op *op, Py_ssize_t *start, Py_ssize_t *n, Py_ssize_t *next)
+{
+    int unit = op->size;
+    Py_ssize_t p = c->p;
+    if (op->kind) { /* zero-terminated, stepping by whole units */
+        Py_ssize_t e = p;
+        for (;;) {
+            if (e + unit > c->len)
+                return FAIL_DEFER;
+            const unsigned char *q = c->data + e;
+            if (unit == 1 ? q[0] == 0
+                          : unit == 2 ? (q[0] | q[1]) == 0 : (q[0] | q[1] | q[2] | q[3]) == 0)
+                break;
+            e += unit;
+        }
+        *start = p;
+        *n = e - p;
+        *next = e + unit;
+    }
+    else { /* u16 count of units, then the units */
+        if (p + 2 > c->len)
+            return FAIL_DEFER;
+        Py_ssize_t bytes = (Py_ssize_t)read_uint(c->data + p, 2, c->little) * unit;
+        if (p + 2 + bytes > c->len)
+            return FAIL_DEFER;
+        *start = p + 2;
+        *n = bytes;
+        *next = p + 2 + bytes;
+    }
+    return OK;
+}
+
+static inline int
+plain_char(unsigned v)
+{
+    return v >= 0x20 && v < 0x7f && v != '"' && v != '\\';
+}
+
+/* Printable ASCII text in any unit size, written between quotes; 0 if not such text. */
+static int
+try_ascii(Ctx *c, int unit, Py_ssize_t start, Py_ssize_t n, int *done)
+{
+    const unsigned char *q = c->data + start;
+    Py_ssize_t chars = n / unit;
+    *done = 0;
+    if (n % unit)
+        return OK;
+    for (Py_ssize_t i = 0; i < chars; i++) {
+        unsigned v = (unsigned)read_uint(q + i * unit, unit, c->little);
+        if (!plain_char(v))
+            return OK;
+    }
+    if (out_reserve(&c->out, chars + 2) < 0)
+        return FAIL_PY;
+    char *w = c->out.data + c->out.len;
+    *w++ = '"';
+    if (unit == 1) {
+        memcpy(w, q, chars);
+    }
+    else {
+        int low = c->little ? 0 : unit - 1;
+        for (Py_ssize_t i = 0; i < chars; i++)
+            w[i] = (char)q[i * unit + low];
+    }
+    w[chars] = '"';
+    c->out.len += chars + 2;
+    *done = 1;
+    return OK;
+}
+
+static int
+run_string(Ctx *c, const Op *op)
+{
+    Py_ssize_t start, n, next;
+    int rc = string_bounds(c, op, &start, &n, &next);
+    if (rc != OK)
+        return rc;
+    if (op->fast) {
+        int done;
+        rc = try_ascii(c, op->size, start, n, &done);
+        if (rc != OK || done) {
+            c->p = next;
+            return rc;
+        }
+    }
+    rc = call_formatter(c, op->obj, start, n);
+    c->p = next;
+    return rc;
+}
+
+static int run_ops(Ctx *c, const Op *ops, Py_ssize_t nops);
+
+static int
+run_array(Ctx *c, const Op *op)
+{
+    long count = op->count;
+    int variable = count == 0;
+    if (variable) {
+        if (c->p + 2 > c->len)
+            return FAIL_DEFER;
+        count = (long)read_uint(c->data + c->p, 2, c->little);
+        c->p += 2;
+    }
+    if (op->per)
+        c->steps += count * op->per;
+    else if (variable)
+        c->steps += count;
+    if (c->steps > c->budget)
+        return FAIL_DEFER; /* the Python renderer raises the limit error */
+    if (count == 0)
+        return out_put_bytes(&c->out, op->empty) < 0 ? FAIL_PY : OK;
+    if (out_put_bytes(&c->out, op->open) < 0)
+        return FAIL_PY;
+    for (long i = 0; i < count; i++) {
+        if (i && out_put_bytes(&c->out, op->sep) < 0)
+            return FAIL_PY;
+        int rc = run_ops(c, op + 1, op->body);
+        if (rc != OK)
+            return rc;
+    }
+    return out_put_bytes(&c->out, op->close) < 0 ? FAIL_PY : OK;
+}
+
+static int
+run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
+{
+    for (Py_ssize_t i = 0; i < nops; i++) {
+        const Op *op = &ops[i];
+        int rc;
+        switch (op->op) {
+        case OP_LIT:
+            rc = out_put_bytes(&c->out, op->obj) < 0 ? FAIL_PY : OK;
+            break;
+        case OP_FIXED:
+            rc = run_fixed(c, op);
+            break;
+        case OP_STR:
+            rc = run_string(c, op);
+            break;
+        default:
+            rc = run_array(c, op);
+            i += op->body;
+        }
+        if (rc != OK)
+            return rc;
+    }
+    return OK;
+}
+
+static PyObject *
+Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0])) {
+        if (nargs == 3)
+            return PyObject_Vectorcall(self->fallback, args, 3, NULL);
+        PyErr_SetString(PyExc_TypeError, "render(data: bytes, p: int, o: int)");
+        return NULL;
+    }
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+    if (p == -1 && PyErr_Occurred())
+        return NULL;
+    Ctx c;
+    c.data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    c.len = PyBytes_GET_SIZE(args[0]);
+    c.p = p;
+    c.steps = 0;
+    c.little = self->little;
+    c.budget = self->budget;
+    out_init(&c.out);
+    int rc = p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
+    PyObject *result = NULL;
+    if (rc == OK)
+        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+    else if (rc == FAIL_DEFER)
+        result = PyObject_Vectorcall(self->fallback, args, 3, NULL);
+    out_free(&c.out);
+    return result;
+}
+
+static int
+need_bytes(PyObject *o, const char *what)
+{
+    if (!PyBytes_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be bytes", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* One op from its tuple: (LIT, bytes) | (FIXED, size, kind, formatter)
+ * | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty) */
+static int
+op_from_tuple(Op *op, PyObject *t)
+{
+    memset(op, 0, sizeof(*op));
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 2) {
+        PyErr_SetString(PyExc_TypeError, "an op is a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    long code = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    op->op = (int)code;
+#define INT_AT(i) ((int)PyLong_AsLong(PyTuple_GET_ITEM(t, (i))))
+    switch (code) {
+    case OP_LIT:
+        op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+        return need_bytes(op->obj, "a literal");
+    case OP_FIXED:
+        if (n != 4)
+            break;
+        op->size = INT_AT(1);
+        op->kind = INT_AT(2);
+        op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_PY ||
+            (op->kind != FX_PY && op->size > 8) || (op->kind == FX_PORT && op->size != 2))
+            break;
+        return PyErr_Occurred() ? -1 : 0;
+    case OP_STR:
+        if (n != 5)
+            break;
+        op->size = INT_AT(1);
+        op->kind = INT_AT(2);
+        op->fast = INT_AT(3);
+        op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 4));
+        if (op->size != 1 && op->size != 2 && op->size != 4)
+            break;
+        return PyErr_Occurred() ? -1 : 0;
+    case OP_ARRAY:
+        if (n != 8)
+            break;
+        op->count = INT_AT(1);
+        op->per = INT_AT(2);
+        op->body = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 3));
+        op->open = Py_NewRef(PyTuple_GET_ITEM(t, 4));
+        op->sep = Py_NewRef(PyTuple_GET_ITEM(t, 5));
+        op->close = Py_NewRef(PyTuple_GET_ITEM(t, 6));
+        op->empty = Py_NewRef(PyTuple_GET_ITEM(t, 7));
+        if (PyErr_Occurred())
+            return -1;
+        if (need_bytes(op->open, "open") || need_bytes(op->sep, "sep") ||
+            need_bytes(op->close, "close") || need_bytes(op->empty, "empty"))
+            return -1;
+        if (op->count < 0 || op->per < 0 || op->body < 1)
+            break;
+        return 0;
+    }
+#undef INT_AT
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "malformed op %R", t);
+    return -1;
+}
+
+static void
+clear_op(Op *op)
+{
+    Py_CLEAR(op->obj);
+    Py_CLEAR(op->open);
+    Py_CLEAR(op->sep);
+    Py_CLEAR(op->close);
+    Py_CLEAR(op->empty);
+}
+
+static void
+Plan_dealloc(PlanObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    if (self->ops != NULL) {
+        for (Py_ssize_t i = 0; i < self->nops; i++)
+            clear_op(&self->ops[i]);
+        PyMem_Free(self->ops);
+    }
+    Py_CLEAR(self->fallback);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Plan_traverse(PlanObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    for (Py_ssize_t i = 0; i < self->nops; i++)
+        Py_VISIT(self->ops[i].obj);
+    return 0;
+}
+
+/* Array bodies must stay inside the op list (checked once, not per event). */
+static int
+check_bodies(const Op *ops, Py_ssize_t nops)
+{
+    for (Py_ssize_t i = 0; i < nops; i++) {
+        if (ops[i].op == OP_ARRAY) {
+            if (ops[i].body > nops - i - 1 || check_bodies(ops + i + 1, ops[i].body) < 0)
+                return -1;
+            i += ops[i].body;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"ops", "little", "budget", "fallback", NULL};
+    PyObject *ops_list, *fallback;
+    int little;
+    long budget;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!plO", kwlist, &PyList_Type, &ops_list,
+                                     &little, &budget, &fallback))
+        return NULL;
+    PlanObject *self = (PlanObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->little = little;
+    self->budget = budget;
+    self->fallback = Py_NewRef(fallback);
+    Py_ssize_t n = PyList_GET_SIZE(ops_list);
+    self->ops = PyMem_Calloc(n ? n : 1, sizeof(Op));
+    if (self->ops == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        self->nops = i + 1;
+        if (op_from_tuple(&self->ops[i], PyList_GET_ITEM(ops_list, i)) < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->nops = n;
+    if (check_bodies(self->ops, n) < 0) {
+        PyErr_SetString(PyExc_ValueError, "an array body runs past the op list");
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyMethodDef Plan_methods[] = {
+    {"render", (PyCFunction)(void (*)(void))Plan_render, METH_FASTCALL,
+     "render(data, p, o) -> bytes: the JSON members of the payload at data[p:]"},
+    {NULL},
+};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.Plan",
+    .tp_basicsize = sizeof(PlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Plan(ops, little, budget, fallback): an EventHeader payload renderer",
+    .tp_new = Plan_new,
+    .tp_dealloc = (destructor)Plan_dealloc,
+    .tp_traverse = (traverseproc)Plan_traverse,
+    .tp_methods = Plan_methods,
+};
+
+/* ================================================================================== */
+/* Scanner: runs of fixed-layout samples                                              */
+/* ================================================================================== */
+
+/* the fields a scanner reads, in Sample order after type/size */
+enum { F_TYPE, F_SIZE, F_RAWSIZE, F_ID, F_TIME, F_CPU, F_PID, F_TID, NFIELDS };
+
+typedef struct {
+    Py_ssize_t off; /* -1: not in the layout */
+    int size;
+    int is_signed;
+} Field;
+
+typedef struct {
+    PyObject_HEAD
+    Field f[NFIELDS];
+    Py_ssize_t fixed; /* bytes before RAW */
+    int little;
+    PyObject *by_id; /* dict: sample id -> EventDesc, or NULL */
+    PyObject *lone;  /* the EventDesc when samples carry no id */
+    PyTypeObject *sample_type;
+} ScannerObject;
+
+static inline PyObject *
+field_value(const ScannerObject *s, const unsigned char *rec, int k)
+{
+    const Field *f = &s->f[k];
+    if (f->off < 0)
+        Py_RETURN_NONE;
+    uint64_t v = read_uint(rec + f->off, f->size, s->little);
+    if (f->is_signed)
+        return PyLong_FromLongLong(sign_extend(v, f->size));
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+static PyObject *
+Scanner_scan(ScannerObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "scan(buf, pos, limit, base, append)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
+    long long base = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *append = args[4];
+    PyObject *list = NULL; /* a bound list.append: append directly */
+    if (PyCFunction_Check(append) && PyList_Check(PyCFunction_GET_SELF(append)))
+        list = PyCFunction_GET_SELF(append);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buf = view.buf;
+    if (limit > view.len)
+        limit = view.len;
+    Py_ssize_t count = 0;
+    Py_ssize_t fixed = self->fixed;
+    int failed = 0;
+    while (pos >= 0 && pos + fixed <= limit) {
+        const unsigned char *rec = buf + pos;
+        uint64_t type = read_uint(rec + self->f[F_TYPE].off, self->f[F_TYPE].size, self->little);
+        Py_ssize_t size =
+            (Py_ssize_t)read_uint(rec + self->f[F_SIZE].off, self->f[F_SIZE].size, self->little);
+        if (type != 9 || size < fixed || pos + size > limit)
+            break;
+        PyObject *desc;
+        if (self->by_id != NULL) {
+            PyObject *key = field_value(self, rec, F_ID);
+            if (key == NULL) {
+                failed = 1;
+                break;
+            }
+            desc = PyDict_GetItemWithError(self->by_id, key);
+            Py_DECREF(key);
+            if (desc == NULL) {
+                failed = PyErr_Occurred() != NULL;
+                break;
+            }
+        }
+        else {
+            desc = self->lone;
+        }
+        Py_ssize_t raw_size = (Py_ssize_t)read_uint(
+            rec + self->f[F_RAWSIZE].off, self->f[F_RAWSIZE].size, self->little);
+        if (fixed + raw_size > size)
+            break;
+        PyObject *sample = self->sample_type->tp_alloc(self->sample_type, 7);
+        if (sample == NULL) {
+            failed = 1;
+            break;
+        }
+        PyObject *items[7];
+        items[0] = field_value(self, rec, F_TIME);
+        items[1] = field_value(self, rec, F_CPU);
+        items[2] = field_value(self, rec, F_PID);
+        items[3] = field_value(self, rec, F_TID);
+        items[4] = PyBytes_FromStringAndSize((const char *)rec + fixed, raw_size);
+        items[5] = Py_NewRef(desc);
+        items[6] = PyLong_FromLongLong(base + pos);
+        for (int i = 0; i < 7; i++) {
+            if (items[i] == NULL)
+                failed = 1;
+            PyTuple_SET_ITEM(sample, i, items[i]);
+        }
+        if (!failed)
+            failed = (list != NULL ? PyList_Append(list, sample)
+                                   : (Py_XDECREF(PyObject_CallOneArg(append, sample)),
+                                      PyErr_Occurred() != NULL ? -1 : 0)) < 0;
+        Py_DECREF(sample);
+        if (failed)
+            break;
+        count++;
+        pos += size;
+    }
+    PyBuffer_Release(&view);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("nn", pos, count);
+}
+
+static PyObject *
+Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fields", "fixed", "little", "by_id", "lone", "sample_type", NULL};
+    PyObject *fields, *by_id, *lone, *sample_type;
+    Py_ssize_t fixed;
+    int little;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!npOOO!", kwlist, &PyDict_Type, &fields,
+                                     &fixed, &little, &by_id, &lone, &PyType_Type, &sample_type))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)sample_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "sample_type must be a tuple subclass");
+        return NULL;
+    }
+    if (by_id != Py_None && !PyDict_Check(by_id)) {
+        PyErr_SetString(PyExc_TypeError, "by_id must be a dict or None");
+        return NULL;
+    }
+    ScannerObject *self = (ScannerObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    static const char *names[NFIELDS] = {"type", "size", "raw_size", "id",
+                                         "time", "cpu", "pid", "tid"};
+    for (int k = 0; k < NFIELDS; k++) {
+        /* fields[name] = (offset, size, signed) */
+        PyObject *spec = PyDict_GetItemString(fields, names[k]);
+        self->f[k].off = -1;
+        if (spec == NULL)
+            continue;
+        if (!PyArg_ParseTuple(spec, "nip", &self->f[k].off, &self->f[k].size,
+                              &self->f[k].is_signed)) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        int size = self->f[k].size;
+        if (self->f[k].off < 0 || self->f[k].off + size > fixed ||
+            (size != 1 && size != 2 && size != 4 && size != 8)) {
+            PyErr_Format(PyExc_ValueError, "field %s: bad offset or size", names[k]);
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    if (self->f[F_TYPE].off < 0 || self->f[F_SIZE].off < 0 || self->f[F_RAWSIZE].off < 0 ||
+        (by_id != Py_None && self->f[F_ID].off < 0)) {
+        PyErr_SetString(PyExc_ValueError, "a scanner needs type, size, raw_size (and id)");
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->fixed = fixed;
+    self->little = little;
+    self->by_id = by_id == Py_None ? NULL : Py_NewRef(by_id);
+    self->lone = Py_NewRef(lone);
+    self->sample_type = (PyTypeObject *)Py_NewRef(sample_type);
+    return (PyObject *)self;
+}
+
+static void
+Scanner_dealloc(ScannerObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->by_id);
+    Py_CLEAR(self->lone);
+    Py_CLEAR(self->sample_type);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Scanner_traverse(ScannerObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->by_id);
+    Py_VISIT(self->lone);
+    Py_VISIT(self->sample_type);
+    return 0;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"scan", (PyCFunction)(void (*)(void))Scanner_scan, METH_FASTCALL,
+     "scan(buf, pos, limit, base, append) -> (pos, count)"},
+    {NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.Scanner",
+    .tp_basicsize = sizeof(ScannerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Scanner(fields, fixed, little, by_id, lone, sample_type): a sample run reader",
+    .tp_new = Scanner_new,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_traverse = (traverseproc)Scanner_traverse,
+    .tp_methods = Scanner_methods,
+};
+
+/* -- module ------------------------------------------------------------------------ */
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ehtool._speedups",
+    .m_doc = "C versions of ehtool's decode hot loops (optional).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

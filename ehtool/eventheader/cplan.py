@@ -1,0 +1,172 @@
+"""EventHeader field definitions -> the op list of the C renderer (``_speedups.Plan``).
+
+The ops follow :class:`ehtool.eventheader.plan._Generator` member for member:
+the same literals (keys, separators, braces), the same value rules (taken from
+``plan._inline_spec`` and ``plan._string_text``) and the same MoveNext step
+accounting. Integers and printable-ASCII strings are written by the C code;
+every other value goes through the Python formatter the generated code uses,
+and any event the C code cannot finish (malformed, a limit reached) is handed
+to the generated Python renderer, which gives the reference output or error.
+Definitions that fail every event (errors in the metadata, nesting too deep)
+get no C plan at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
+from ehtool.eventheader.enums import FieldEncoding as E
+from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
+from ehtool.eventheader.plan import (
+    _ZSTRINGS,
+    FIXED_SIZES,
+    UNIT_SIZES,
+    _inline_spec,
+    _string_text,
+    value_formatter,
+)
+from ehtool.output import values as v
+from ehtool.output.style import JsonStyle
+from ehtool.speedups import load
+
+__all__ = ["native_render"]
+
+# op codes and fixed-value kinds of _speedups.c
+_LIT, _FIXED, _STR, _ARRAY = 0, 1, 2, 3
+_UNSIGNED, _SIGNED, _HEX, _PORT, _PY = 0, 1, 2, 3, 4
+#: string formatters that write printable ASCII as itself between quotes
+_ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json, v.bom_string_json)
+
+
+class _Unsupported(Exception):
+    """The definitions fail every event: the generated Python renderer serves alone."""
+
+
+def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
+                  fallback: Callable[[bytes, int, int], bytes]) -> Callable | None:
+    """The C renderer of ``defs`` (``render(data, p, o) -> bytes``), or None when the C
+    module is not available or the definitions are better left to ``fallback``."""
+    speedups = load()
+    if speedups is None or len(defs) > TOP_LEVEL_FIELD_LIMIT:
+        return None
+    ops: list[tuple] = []
+    try:
+        static = _Compiler(style, little).members(defs, ops, 1, top=True)
+    except _Unsupported:
+        return None
+    budget = MOVE_NEXT_LIMIT - 1 - static  # the generated code's limit check
+    if budget < 0:
+        return None
+    return speedups.Plan(_flatten(ops), little, budget, fallback).render
+
+
+class _Compiler:
+    def __init__(self, style: JsonStyle, little: bool) -> None:
+        self.style = style
+        self.little = little
+
+    def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
+                top: bool = False) -> int:
+        """Ops of an object's members; returns the static MoveNext steps."""
+        s = self.style
+        steps = 0
+        for i, d in enumerate(defs):
+            name = d.name
+            if d.tag and s.field_tags:
+                name += b";tag=0x%X" % d.tag
+            prefix = s.sep if top or i else s.first
+            _literal(ops, prefix + v.utf8_json(name) + s.colon)
+            steps += self.value(d, ops, depth)
+        return steps
+
+    def value(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+        if d.error is not None:
+            raise _Unsupported
+        if d.array is not None:
+            return self.array(d, ops, depth)
+        if d.encoding == E.STRUCT:
+            return self.struct(d, ops, depth)
+        ops.append(self.scalar(d))
+        return 1
+
+    def struct(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+        s = self.style
+        if depth > STRUCT_NESTING_LIMIT:
+            raise _Unsupported
+        if not d.members:
+            _literal(ops, s.empty_obj)
+            return 2
+        _literal(ops, b"{")
+        steps = self.members(d.members, ops, depth + 1)
+        _literal(ops, s.close_obj)
+        return 2 + steps
+
+    def array(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+        s = self.style
+        n = d.array
+        body: list[tuple] = []
+        per = 0
+        if d.encoding == E.STRUCT:
+            if depth > STRUCT_NESTING_LIMIT:
+                raise _Unsupported
+            if d.members:
+                _literal(body, b"{")
+                per = 2 + self.members(d.members, body, depth + 1)
+                _literal(body, s.close_obj)
+            else:
+                _literal(body, s.empty_obj)
+                per = 2
+        else:
+            body.append(self.scalar(d))
+        ops.append((_ARRAY, n, per, body, b"[" + s.first, s.sep, s.close_arr, s.empty_arr))
+        return 2 + n if n and d.encoding != E.STRUCT else 2
+
+    def scalar(self, d: FieldDef) -> tuple:
+        """The op of one fixed-size or string value (an element, for arrays)."""
+        size = FIXED_SIZES.get(d.encoding)
+        if size is not None:
+            return (_FIXED, size, *self.fixed_kind(d.encoding, size, d.format))
+        unit = UNIT_SIZES.get(d.encoding)
+        if unit is None:
+            raise _Unsupported
+        fmt = _string_text(d.encoding, unit, d.format, self.little)
+        func = fmt.func if isinstance(fmt, partial) else fmt
+        return (_STR, unit, int(d.encoding in _ZSTRINGS), int(func in _ASCII_SAFE), fmt)
+
+    def fixed_kind(self, encoding: int, size: int, fmt: int) -> tuple[int, object]:
+        """(kind, Python formatter or None) as ``_inline_spec`` renders the value."""
+        code, piece, expr = _inline_spec(size, fmt, self.little)
+        if piece == b"%d" and expr == "{}":
+            return (_SIGNED if code.islower() else _UNSIGNED), None
+        if piece == b"%d" and "<< 8" in expr:
+            return _PORT, None  # a little-endian port, byte-swapped: network order
+        if piece == b'"0x%X"':
+            return _HEX, None
+        return _PY, value_formatter(encoding, fmt, self.little)
+
+
+def _literal(ops: list[tuple], text: bytes) -> None:
+    ops.append((_LIT, text))
+
+
+def _flatten(ops: list[tuple]) -> list[tuple]:
+    """The op list of ``_speedups.Plan``: each array's element ops follow it (its
+    ``body`` becomes their number) and adjacent literals of one level are merged."""
+    out: list[tuple] = []
+    last_literal = -1
+    for op in ops:
+        if op[0] == _LIT:
+            if last_literal == len(out) - 1 >= 0:
+                out[-1] = (_LIT, out[-1][1] + op[1])
+            else:
+                out.append(op)
+                last_literal = len(out) - 1
+        elif op[0] == _ARRAY:
+            body = _flatten(op[3])
+            out.append((*op[:3], len(body), *op[4:]))
+            out.extend(body)
+        else:
+            out.append(op)
+    return out
