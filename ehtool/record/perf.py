@@ -15,8 +15,11 @@ Readiness uses perf's control FIFOs: perf starts with its events disabled
 (``-D -1 --control fifo:CTL,ACK``); ehtool writes ``enable`` and waits for
 ``ack``, which perf sends only after it has enabled every event. The enable bit
 of a user_events tracepoint flips earlier (when perf opens the event), so it is
-no readiness signal. With a perf too old for ``--control fifo:`` the session
-falls back to waiting a fixed time after start, with a warning.
+no readiness signal. The FIFOs live in a private /tmp directory that is removed
+as soon as perf has answered (its open descriptors stay valid), so a
+supervisor killed mid-session leaves nothing behind. With a perf too old for
+``--control fifo:`` the session falls back to waiting a fixed time after
+start, with a warning.
 
 The command line is a list (never a shell string). perf runs in its own
 session, so a terminal's Ctrl-C reaches only ehtool, which then stops perf with
@@ -49,6 +52,12 @@ INSTALL_HINT = ("install it with 'apt-get install linux-perf' (Debian/Ubuntu: li
 FALLBACK_SETTLE = 1.0
 #: how much of perf's stderr an error message quotes
 _STDERR_TAIL = 1200
+#: perf's usage text, which follows its argument errors
+_USAGE_RE = re.compile(r"^\s*Usage: perf\b")
+#: lines of a long stderr quoted besides its tail
+_ERROR_LINE_RE = re.compile(r"error|unknown|invalid|not supported|permission|denied|fail",
+                            re.IGNORECASE)
+_ERROR_LINES = 5
 _BUFFER_SIZE_RE = re.compile(r"^[1-9][0-9]*[BKMGbkmg]?$")
 _VERSION_RE = re.compile(r"perf version (\d+)\.(\d+)(?:\.(\d+))?")
 _SAMPLES_RE = re.compile(r"Captured and wrote [0-9.]+ \S+ .*\((\d+) samples\)")
@@ -161,7 +170,7 @@ class PerfSession:
 
     ``stdout`` is where perf's stdout goes (pipe-mode data for ``output="-"``;
     a file object, a file descriptor or ``subprocess.PIPE``); perf's stderr is
-    kept in a private file and available as :attr:`stderr_text`.
+    kept in a private unnamed file and available as :attr:`stderr_text`.
     """
 
     def __init__(self, config: PerfConfig, *, perf: str | None = None,
@@ -195,18 +204,14 @@ class PerfSession:
         """Start perf (events disabled until wait_ready when the control FIFO is used)."""
         if self.process is not None:
             raise RuntimeError("PerfSession.start() called twice")
-        self._dir = tempfile.mkdtemp(prefix="ehtool-record-", dir="/tmp")
-        control = None
-        if self.use_control:
-            control = (os.path.join(self._dir, "ctl"), os.path.join(self._dir, "ack"))
-            for fifo in control:
-                os.mkfifo(fifo, 0o600)
-            # O_RDWR never blocks on a FIFO, and holding both ends means perf's own
-            # blocking open of the ack FIFO cannot hang.
-            self._ctl_fd = os.open(control[0], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-            self._ack_fd = os.open(control[1], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            control = self._make_fifos() if self.use_control else None
+            self._stderr = tempfile.TemporaryFile(prefix="ehtool-perf-stderr-")  # noqa: SIM115
+        except OSError as exc:
+            self.close()
+            raise ExternalError(f"perf: cannot prepare its session files in /tmp: "
+                                f"{exc.strerror or exc}") from None
         self.argv = build_command(self.perf, self.config, self.features, control)
-        self._stderr = open(os.path.join(self._dir, "stderr"), "w+b")  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr,
@@ -265,6 +270,7 @@ class PerfSession:
             if pidfd >= 0:
                 os.close(pidfd)
         self.ready = True
+        self._remove_dir()  # perf has the FIFOs open: their names are no longer needed
 
     def stop(self, int_timeout: float = 15.0, term_timeout: float = 5.0,
              kill_timeout: float = 5.0) -> int:
@@ -306,9 +312,7 @@ class PerfSession:
             self._stderr_cache = self._read_stderr()
             self._stderr.close()
             self._stderr = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._remove_dir()
 
     def __enter__(self) -> PerfSession:
         return self
@@ -363,6 +367,24 @@ class PerfSession:
             raise ExternalError(f"perf {_describe_rc(proc.returncode)} while {when}"
                                 f"{self._stderr_suffix()}")
 
+    def _make_fifos(self) -> tuple[str, str]:
+        """Create the private control and ack FIFOs and open our ends of both."""
+        self._dir = tempfile.mkdtemp(prefix="ehtool-record-", dir="/tmp")
+        control = (os.path.join(self._dir, "ctl"), os.path.join(self._dir, "ack"))
+        for fifo in control:
+            os.mkfifo(fifo, 0o600)
+        # O_RDWR never blocks on a FIFO, and holding both ends means perf's own
+        # blocking open of the ack FIFO cannot hang.
+        self._ctl_fd = os.open(control[0], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._ack_fd = os.open(control[1], os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        return control
+
+    def _remove_dir(self) -> None:
+        """Remove the private FIFO directory (open descriptors stay usable)."""
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
     def _read_stderr(self) -> str:
         assert self._stderr is not None
         self._stderr.flush()
@@ -372,12 +394,28 @@ class PerfSession:
         return text
 
     def _stderr_suffix(self) -> str:
-        text = self.stderr_text.strip()
-        if not text:
-            return ""
-        if len(text) > _STDERR_TAIL:
-            text = "..." + text[-_STDERR_TAIL:]
-        return ":\n" + "\n".join("  " + line for line in text.splitlines())
+        text = quote_stderr(self.stderr_text)
+        return ":\n" + "\n".join("  " + line for line in text.splitlines()) if text else ""
+
+
+def quote_stderr(text: str, limit: int = _STDERR_TAIL) -> str:
+    """The part of perf's stderr worth quoting in an error message.
+
+    perf follows an argument error ("Error: unknown option `bogus'", "event
+    syntax error: ...") with its usage text: that is cut off. What remains is
+    kept whole when short; otherwise its error-looking lines and its tail.
+    """
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    usage = next((i for i, line in enumerate(lines) if _USAGE_RE.match(line)), None)
+    if usage is not None and any(lines[:usage]):
+        lines = lines[:usage]
+    text = "\n".join(lines).strip()
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:].partition("\n")[2] or text[-limit:]
+    head = text[:len(text) - len(tail)].splitlines()
+    errors = [line for line in head if _ERROR_LINE_RE.search(line)][:_ERROR_LINES]
+    return "\n".join([*errors, "...", tail])
 
 
 def _describe_rc(rc: int | None) -> str:

@@ -7,7 +7,8 @@ Environment:
 * ``FAKE_PERF_MODE``: ``good`` (default), ``die`` (exits 255 at once with a
   message), ``noack`` (never answers ``enable``), ``ignore-int`` (ignores
   SIGINT, stops on SIGTERM), ``ignore-all`` (only SIGKILL ends it),
-  ``exit-early`` (acks, then exits 1 after 0.3 s)
+  ``exit-early`` (acks, then exits 1 after 0.3 s), ``usage`` (an unknown
+  option: perf's error line, then its usage text, exit 129)
 * ``FAKE_PERF_OLD=1``: ``perf record -h`` shows no ``fifo:`` control
 * ``FAKE_PERF_LOG``: file that gets one line per thing that happened
 * ``FAKE_PERF_MARKER``: file created just before the ack is sent
@@ -30,6 +31,8 @@ HELP = """
         --sample-identifier
                           Record the sample identifier
 """
+USAGE = "\n Usage: perf record [<options>] [<command>]\n" + "".join(
+    f"    -{chr(97 + i % 26)}, --option-{i:03} <n>   what option {i} does\n" for i in range(120))
 CONTROL = """        --control <fd:ctl-fd[,ack-fd] or fifo:ctl-fifo[,ack-fifo]>
                           Listen on ctl-fd descriptor for command to control measurement
 """
@@ -53,6 +56,9 @@ def main() -> None:
     if MODE == "die":
         sys.stderr.write("event syntax error: 'user_events:Nope'\n")
         sys.exit(255)
+    if MODE == "usage":
+        sys.stderr.write("  Error: unknown option `bogus'\n" + USAGE)
+        sys.exit(129)
     output = args[args.index("-o") + 1] if "-o" in args else "perf.data"
     control = None
     if "--control" in args:

@@ -171,3 +171,12 @@ def test_live_decode(tmp_path):
     events = json.loads(done.stdout.decode("utf-8-sig"))["stdin"]
     assert events and all(e["n"] == "sched:sched_switch" for e in events)
     assert os.listdir(tmp_path) == []  # no perf.data: the data went through the pipe
+
+
+def test_perf_arg_error_names_perfs_complaint(tmp_path):
+    done = ehtool("record", "-o", str(tmp_path / "x.data"), "--perf-arg=--bogus",
+                  ":sched:sched_switch", text=True)
+    assert done.returncode == 5
+    assert "Error: unknown option `bogus'" in done.stderr
+    assert "Usage:" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.data").exists()

@@ -21,6 +21,7 @@ from ehtool.record.perf import (
     find_perf,
     parse_features,
     probe_features,
+    quote_stderr,
 )
 
 HELP_61 = """
@@ -107,7 +108,40 @@ def test_probe_rejects_a_perf_that_does_not_work(tmp_path):
 
 
 def test_probe_real_output(fake_perf):
-    assert probe_features(fake_perf.path) == FULL.__class__((6, 1, 99), True, True)
+    assert probe_features(fake_perf.path) == PerfFeatures((6, 1, 99), True, True)
+
+
+PERF_USAGE = "\n Usage: perf record [<options>] [<command>]\n" + "".join(
+    f"    -{chr(97 + i % 26)}, --option-{i:03} <n>   what option {i} does\n" for i in range(120))
+EVENT_ERROR = """event syntax error: 'user_events:Nope'
+                     \\___ unknown tracepoint
+
+Error:\tFile /sys/kernel/tracing/events/user_events/Nope not found.
+Hint:\tPerhaps this kernel misses some CONFIG_ setting to enable this feature?.
+
+Run 'perf list' for a list of valid events
+"""
+
+
+def test_quote_stderr_keeps_the_error_before_perfs_usage_text():
+    assert quote_stderr("  Error: unknown option `bogus'\n" + PERF_USAGE) == \
+        "Error: unknown option `bogus'"
+    quoted = quote_stderr(EVENT_ERROR + PERF_USAGE[:200])
+    assert quoted == EVENT_ERROR.strip()
+    assert "Usage:" not in quoted
+
+
+def test_quote_stderr_of_long_output_keeps_error_lines_and_the_tail():
+    noise = "".join(f"info line {i}\n" for i in range(200))
+    text = "Warning: something odd\nError: mmap failed: Cannot allocate memory\n" + noise
+    quoted = quote_stderr(text)
+    lines = quoted.splitlines()
+    assert lines[:2] == ["Error: mmap failed: Cannot allocate memory", "..."]
+    assert lines[-1] == "info line 199" and len(quoted) < 1300
+    short = "perf: something\n" + PERF_USAGE[:300]
+    assert quote_stderr(short) == "perf: something"
+    assert quote_stderr(PERF_USAGE).startswith("...")  # only usage text: its tail, as before
+    assert quote_stderr("  \n") == ""
 
 
 def test_effective_caps():

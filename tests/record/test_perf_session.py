@@ -20,6 +20,14 @@ def _session(fake, **kw) -> PerfSession:
     return PerfSession(config, perf=fake.path, **kw)
 
 
+def _control_dir(fake) -> str:
+    """The private directory of the control FIFOs on fake perf's command line."""
+    argv = fake.events()[0].split()
+    control = argv[argv.index("--control") + 1]
+    assert control.startswith("fifo:/tmp/ehtool-record-")
+    return os.path.dirname(control.removeprefix("fifo:").split(",")[0])
+
+
 def test_handshake_then_graceful_stop(fake_perf):
     with _session(fake_perf) as perf:
         perf.start()
@@ -28,16 +36,15 @@ def test_handshake_then_graceful_stop(fake_perf):
         # the ack arrives only after perf processed "enable"
         assert fake_perf.marker.exists()
         assert "enable" in fake_perf.events()
+        # perf has the FIFOs open: their directory is gone already, so nothing is left
+        # behind even if ehtool is killed now
+        assert not os.path.exists(_control_dir(fake_perf))
         assert perf.poll() is None
         rc = perf.stop()
     assert rc == -signal.SIGINT
     assert perf.succeeded and perf.stop_signal == signal.SIGINT
     assert Path("out.data").read_text() == "fake perf data, stopped by SIGINT\n"
     assert perf.samples_reported == 42
-    argv = fake_perf.events()[0].split()
-    assert argv[argv.index("--control") + 1].startswith("fifo:/tmp/ehtool-record-")
-    ctl_dir = os.path.dirname(argv[argv.index("--control") + 1][5:].split(",")[0])
-    assert not os.path.exists(ctl_dir), "private FIFO directory is removed"
 
 
 def test_perf_dies_early_reports_stderr(fake_perf):
@@ -52,6 +59,16 @@ def test_perf_dies_early_reports_stderr(fake_perf):
     assert info.value.exit_code == 5
 
 
+def test_usage_error_quotes_perfs_error_line_not_its_usage_text(fake_perf):
+    fake_perf.mode("usage")
+    with _session(fake_perf) as perf:
+        perf.start()
+        with pytest.raises(ExternalError) as info:
+            perf.wait_ready(timeout=20)
+    assert str(info.value) == ("perf exited with status 129 while starting:\n"
+                               "  Error: unknown option `bogus'")
+
+
 def test_never_acks_times_out_and_stops_perf(fake_perf):
     fake_perf.mode("noack")
     with _session(fake_perf) as perf:
@@ -62,6 +79,7 @@ def test_never_acks_times_out_and_stops_perf(fake_perf):
         assert 0.9 < time.monotonic() - started < 10
         assert perf.poll() == -signal.SIGINT  # stopped, not left running
     assert "signal SIGINT" in fake_perf.events()
+    assert not os.path.exists(_control_dir(fake_perf)), "close() removes the FIFOs"
 
 
 def test_wait_ready_can_be_cancelled(fake_perf):
@@ -147,6 +165,8 @@ def test_perf_is_stopped_gracefully_when_its_supervisor_is_killed(fake_perf, tmp
     perf_pid = int(proc.stdout.readline())
     proc.kill()
     proc.wait()
+    proc.stdout.close()
+    assert not os.path.exists(_control_dir(fake_perf)), "a killed supervisor leaves no FIFOs"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not Path("orphan.data").exists():
         time.sleep(0.05)
