@@ -24,7 +24,8 @@ class _RecordCommand(click.Command):
 @click.argument("specs", nargs=-1, metavar="SPEC...", shell_complete=complete_tracepoints)
 @click.option("-o", "--output", default="perf.data", show_default=True, metavar="FILE",
               type=click.Path(dir_okay=False, allow_dash=True),
-              help="perf.data file to write; '-' streams pipe-mode data to stdout.")
+              help="perf.data file to write; '-' streams pipe-mode data to stdout "
+                   "(COMMAND's stdout then goes to stderr).")
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
               type=click.Path(dir_okay=False, allow_dash=True),
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
@@ -76,6 +77,11 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     nothing written at start is lost. Ctrl-C, SIGTERM, --duration or COMMAND's
     exit stop perf cleanly (SIGINT, escalating after a timeout). The exit status
     is COMMAND's (128+N if a signal N killed it), else 0; 5 when perf fails.
+    Lost events (a ring buffer overrun) are reported at the end.
+
+    With -o - or --decode, perf passes each event on as it happens
+    (--no-buffering), ehtool relays and counts the stream, and COMMAND's
+    stdout goes to stderr.
 
     \b
     Examples:
@@ -117,5 +123,6 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     for name in result.registered:
         info(f"registered and released {name}")
     if result.stats is not None:
-        say(f"wrote {output}: {result.stats.samples} samples, {result.stats.lost} lost")
+        where = "streamed" if decode or output == "-" else f"wrote {output}:"
+        say(f"{where} {result.stats.samples} samples, {result.stats.lost} lost")
     sys.exit(result.exit_status)

@@ -70,6 +70,7 @@ class PerfFeatures:
     version: tuple[int, int, int] | None = None
     control_fifo: bool = False
     sample_identifier: bool = False
+    no_buffering: bool = False
 
 
 @dataclass
@@ -83,6 +84,12 @@ class PerfConfig:
     clockid: str = "monotonic"
     system_wide: bool = True
     sample_identifier: bool = True
+
+    @property
+    def live(self) -> bool:
+        """Streaming to a reader (``-o -``): perf should write each event as it comes
+        (``--no-buffering``) instead of when its ring buffer's wakeup mark is reached."""
+        return self.output == "-"
 
     def __post_init__(self) -> None:
         if not self.events:
@@ -141,7 +148,8 @@ def parse_features(version_text: str, record_help: str) -> PerfFeatures:
         version = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     control_fifo = bool(re.search(r"--control\b[^\n]*fifo:", record_help))
     sample_identifier = "--sample-identifier" in record_help
-    return PerfFeatures(version, control_fifo, sample_identifier)
+    no_buffering = "--no-buffering" in record_help
+    return PerfFeatures(version, control_fifo, sample_identifier, no_buffering)
 
 
 def build_command(perf: str, config: PerfConfig, features: PerfFeatures,
@@ -154,6 +162,8 @@ def build_command(perf: str, config: PerfConfig, features: PerfFeatures,
         argv += ["-k", config.clockid]
     if config.sample_identifier and features.sample_identifier:
         argv.append("--sample-identifier")
+    if config.live and features.no_buffering:
+        argv.append("--no-buffering")
     if config.buffer_size:
         argv += ["-m", config.buffer_size]
     if control is not None:

@@ -24,9 +24,13 @@ delivered it (Ctrl-C while ehtool is the foreground job); after ``grace``
 seconds it gets SIGKILL. A second stop request skips the remaining waits.
 ``duration`` expiry sends COMMAND SIGTERM, like timeout(1).
 
-``--decode``: perf writes pipe-mode data (``-o -``) straight into a
-``python -m ehtool decode -`` subprocess whose stdout is ours; COMMAND's stdout
-then goes to stderr so that stdout holds only JSON.
+Streaming (``-o -`` and ``--decode``): perf runs with ``--no-buffering`` (each
+event is passed on as it happens, not when a ring buffer's wakeup mark is
+reached) and writes pipe-mode data into a pipe that a relay thread copies to
+our stdout, or for ``--decode`` into a ``python -m ehtool decode -`` subprocess
+whose stdout is ours, counting samples and lost events on the way
+(:mod:`ehtool.record.stream`). COMMAND's stdout then goes to our stderr, so that
+stdout holds only perf's data or the JSON.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from ehtool.record.perf import (
     scan_recording,
 )
 from ehtool.record.specs import TracepointSpec
+from ehtool.record.stream import StreamRelay
 from ehtool.record.tracepoints import TracepointHolder
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -77,7 +82,7 @@ class RecordOptions:
     ready_timeout: float = 60.0
     perf_stop_timeout: float = 15.0  # SIGINT -> SIGTERM escalation
     grace: float = 5.0  # a stopped COMMAND's time to exit before SIGKILL
-    scan: bool = True  # count samples and lost events in the file afterwards
+    scan: bool = True  # count samples and lost events in the file afterwards (file mode)
     handle_signals: bool = True  # install SIGINT/SIGTERM/SIGHUP handlers (main thread only)
     #: status lines ("recording, Ctrl-C to stop"); warnings go to ``warn``
     announce: Callable[[str], None] = field(default=lambda message: None)
@@ -108,6 +113,7 @@ class Recorder:
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._lock = threading.Lock()
         self.perf_session: PerfSession | None = None
+        self._relay: StreamRelay | None = None
 
     def request_stop(self, reason: str = "stop requested") -> None:
         with self._lock:
@@ -146,7 +152,7 @@ class Recorder:
             if o.decode:
                 decoder = self._start_decoder()
             perf = PerfSession(config, perf=perf_path, features=features, warn=o.warn,
-                               stdout=decoder.stdin if decoder is not None else None)
+                               stdout=subprocess.PIPE if config.live else None)
             self.perf_session = perf
             try:
                 self._record(perf, command, decoder, result)
@@ -154,6 +160,8 @@ class Recorder:
                 perf.close()
                 result.perf_stderr = perf.stderr_text
                 result.perf_returncode = perf.returncode
+                if self._relay is not None:
+                    result.stats = self._join_relay(self._relay)
         finally:
             if decoder is not None:
                 result.decoder_status = self._finish_decoder(decoder)
@@ -179,9 +187,8 @@ class Recorder:
             parent = os.path.dirname(os.path.abspath(output))
             if not os.path.isdir(parent):
                 raise UsageError(f"-o {output}: directory {parent} does not exist")
-        if output == "-" and not o.decode and sys.stdout.isatty():
-            raise UsageError("-o - writes binary pipe-mode data to stdout, which is a terminal; "
-                             "pipe it (| ehtool decode -) or use --decode")
+        if output == "-":
+            _check_stdout(o.decode)
         command = list(o.command)
         if command and shutil.which(command[0]) is None:
             raise UsageError(f"COMMAND {command[0]!r}: not found or not executable")
@@ -197,8 +204,8 @@ class Recorder:
         o = self.options
         perf.start()
         o.info("running: " + shlex.join(perf.argv))
-        if decoder is not None and decoder.stdin is not None:
-            decoder.stdin.close()  # perf holds the write end now
+        if perf.config.live:
+            self._relay = self._start_relay(perf, decoder)
         started = time.monotonic()
         try:
             perf.wait_ready(o.ready_timeout, cancelled=lambda: bool(self._stop_reasons))
@@ -211,7 +218,8 @@ class Recorder:
         child = None
         if command:
             try:
-                child = subprocess.Popen(command, stdout=sys.stderr if o.decode else None)
+                # stdout carries perf's data or the decoder's JSON: COMMAND's goes to stderr
+                child = subprocess.Popen(command, stdout=2 if perf.config.live else None)
             except OSError as exc:
                 perf.stop(o.perf_stop_timeout)
                 raise UsageError(f"COMMAND {command[0]!r}: {exc.strerror or exc}") from None
@@ -287,7 +295,33 @@ class Recorder:
             child.wait()
         return child.returncode
 
-    # -- decoder -------------------------------------------------------------------
+    # -- streaming -----------------------------------------------------------------
+
+    def _start_relay(self, perf: PerfSession, decoder: subprocess.Popen | None) -> StreamRelay:
+        """Copy perf's pipe-mode output to the decoder, or else to our stdout."""
+        assert perf.process is not None and perf.process.stdout is not None
+        if decoder is not None and decoder.stdin is not None:
+            relay = StreamRelay(perf.process.stdout, decoder.stdin, close_sink=True)
+        else:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                sys.stdout.flush()
+            relay = StreamRelay(perf.process.stdout, 1)
+        relay.start()
+        return relay
+
+    def _join_relay(self, relay: StreamRelay) -> RecordingStats | None:
+        """Wait until perf's last bytes are passed on; the stream's counts."""
+        while True:
+            stats = relay.join(0.2)
+            if stats is not None:
+                if relay.counter.compressed:
+                    self.options.warn("lost events inside compressed records (perf -z) "
+                                      "are not counted")
+                return stats
+            if self.stop_requests >= 2:
+                self.options.warn("the reader of perf's output does not read: "
+                                  "not waiting for it")
+                return None
 
     def _start_decoder(self) -> subprocess.Popen:
         argv = [sys.executable, "-m", "ehtool", "decode", *self.options.decode_args, "-"]
@@ -315,10 +349,12 @@ class Recorder:
             o.warn(f"the decoder exited with status {result.decoder_status}")
             if result.exit_status == 0:
                 result.exit_status = result.decoder_status
-        if o.decode or o.output == "-" or not o.scan or not os.path.exists(o.output):
+        if result.stats is None and self._relay is None and o.scan \
+                and os.path.exists(o.output):
+            result.stats = scan_recording(o.output)
+        stats = result.stats
+        if stats is None:
             return
-        stats = scan_recording(o.output)
-        result.stats = stats
         for err in stats.errors:
             o.warn(f"the recording has a problem: {err}")
         if stats.lost:
@@ -341,6 +377,21 @@ class Recorder:
         with contextlib.suppress(BlockingIOError, OSError):
             while os.read(self._wake_r, 64):
                 pass
+
+
+def _check_stdout(decode: bool) -> None:
+    """``-o -`` and ``--decode`` write to file descriptor 1: it must be open and, for
+    binary pipe-mode data, not a terminal."""
+    what = "--decode" if decode else "-o -"
+    try:
+        if sys.stdout is None:  # closed when Python started: 1 may be another file now
+            raise OSError
+        os.fstat(1)
+    except OSError:
+        raise UsageError(f"{what} writes to stdout, which is closed") from None
+    if not decode and os.isatty(1):
+        raise UsageError("-o - writes binary pipe-mode data to stdout, which is a terminal; "
+                         "pipe it (| ehtool decode -) or use --decode")
 
 
 def _terminal_delivered() -> bool:

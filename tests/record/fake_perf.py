@@ -12,8 +12,11 @@ Environment:
 * ``FAKE_PERF_OLD=1``: ``perf record -h`` shows no ``fifo:`` control
 * ``FAKE_PERF_LOG``: file that gets one line per thing that happened
 * ``FAKE_PERF_MARKER``: file created just before the ack is sent
+* ``FAKE_PERF_STREAM``: with ``-o -``, the bytes written to stdout at start
+  (default: a bare pipe-mode header)
 """
 
+import contextlib
 import os
 import select
 import signal
@@ -28,11 +31,13 @@ HELP = """
     -D, --delay <ms>      ms to wait before starting measurement
     -k, --clockid <clockid>
     -m, --mmap-pages <pages[,pages]>
+        --no-buffering    collect data without buffering
         --sample-identifier
                           Record the sample identifier
 """
 USAGE = "\n Usage: perf record [<options>] [<command>]\n" + "".join(
     f"    -{chr(97 + i % 26)}, --option-{i:03} <n>   what option {i} does\n" for i in range(120))
+PIPE_HEADER = b"PERFILE2" + (16).to_bytes(8, "little")
 CONTROL = """        --control <fd:ctl-fd[,ack-fd] or fifo:ctl-fifo[,ack-fifo]>
                           Listen on ctl-fd descriptor for command to control measurement
 """
@@ -60,6 +65,11 @@ def main() -> None:
         sys.stderr.write("  Error: unknown option `bogus'\n" + USAGE)
         sys.exit(129)
     output = args[args.index("-o") + 1] if "-o" in args else "perf.data"
+    if output == "-":
+        stream = os.environ.get("FAKE_PERF_STREAM")
+        with open(stream, "rb") if stream else contextlib.nullcontext() as f:
+            sys.stdout.buffer.write(f.read() if f else PIPE_HEADER)
+        sys.stdout.buffer.flush()
     control = None
     if "--control" in args:
         ctl, ack = args[args.index("--control") + 1].removeprefix("fifo:").split(",")

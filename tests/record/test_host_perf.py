@@ -173,6 +173,54 @@ def test_live_decode(tmp_path):
     assert os.listdir(tmp_path) == []  # no perf.data: the data went through the pipe
 
 
+def test_pipe_mode_with_command_keeps_the_commands_output_out_of_the_stream(tmp_path):
+    """With -o -, stdout is perf's data: COMMAND's stdout goes to stderr."""
+    problem = _decoder_problem()
+    if problem:
+        pytest.skip(problem)
+    out = tmp_path / "mix.data"
+    with open(out, "wb") as f:
+        done = ehtool("record", "-o", "-", ":sched:sched_process_exec", "--",
+                      "sh", "-c", "echo hello-from-command", stdout=f, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr
+    assert b"hello-from-command\n" in done.stderr
+    assert b"hello-from-command" not in out.read_bytes()
+    with open(out, "rb") as f:
+        decoded = ehtool("decode", "-", stdin=f)
+    assert decoded.returncode == 0, decoded.stderr
+    events = json.loads(decoded.stdout.decode("utf-8-sig"))["stdin"]
+    assert any(e["n"] == "sched:sched_process_exec" for e in events)
+
+
+def test_live_decode_prints_an_early_event_while_recording(tmp_path):
+    """perf passes a lone event on at once (--no-buffering), not when it stops."""
+    problem = _decoder_problem()
+    if problem:
+        pytest.skip(problem)
+    probe = tmp_path / "ehtool-live-probe"
+    probe.symlink_to("/bin/true")  # its exec event names this unique path
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", "--decode",
+                             "--duration", "8", ":sched:sched_process_exec"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        line = proc.stderr.readline()
+        assert b"recording (for 8 s)" in line, line + proc.stderr.read()
+        subprocess.run([str(probe)], check=True)
+        seen = None
+        for line in proc.stdout:  # each line as it arrives
+            if str(probe).encode() in line:
+                seen = time.monotonic()
+                break
+        assert seen is not None, "the event was never printed"
+        assert proc.wait(60) == 0, proc.stderr.read()
+        ended = time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert ended - seen > 4, f"printed only {ended - seen:.1f} s before the end"
+
+
 def test_perf_arg_error_names_perfs_complaint(tmp_path):
     done = ehtool("record", "-o", str(tmp_path / "x.data"), "--perf-arg=--bogus",
                   ":sched:sched_switch", text=True)

@@ -29,6 +29,7 @@ HELP_61 = """
     -D, --delay <ms>      ms to wait before starting measurement after program start
         --control <fd:ctl-fd[,ack-fd] or fifo:ctl-fifo[,ack-fifo]>
                           Listen on ctl-fd descriptor for command to control measurement
+        --no-buffering    collect data without buffering
         --sample-identifier
                           Record the sample identifier
 """
@@ -41,12 +42,12 @@ HELP_FD_ONLY = """
         --control <fd:ctl-fd[:ack-fd]>
                           Listen on ctl-fd descriptor for command to control measurement
 """
-FULL = PerfFeatures((6, 1, 0), control_fifo=True, sample_identifier=True)
+FULL = PerfFeatures((6, 1, 0), control_fifo=True, sample_identifier=True, no_buffering=True)
 
 
 def test_parse_features():
     assert parse_features("perf version 6.1.192\n", HELP_61) == PerfFeatures(
-        (6, 1, 192), control_fifo=True, sample_identifier=True)
+        (6, 1, 192), control_fifo=True, sample_identifier=True, no_buffering=True)
     assert parse_features("perf version 5.8.g1234", HELP_58) == PerfFeatures(
         (5, 8, 0), control_fifo=False, sample_identifier=True)
     assert parse_features("", HELP_FD_ONLY) == PerfFeatures(None, False, False)
@@ -60,6 +61,18 @@ def test_build_command_defaults():
         "-D", "-1", "--control", "fifo:/tmp/d/ctl,/tmp/d/ack",
         "-e", "user_events:P_L5K1", "-e", "sched:sched_switch", "-o", "x.data",
     ]
+
+
+@pytest.mark.parametrize("output, live", [("-", True), ("x.data", False),
+                                          ("/tmp/-", False)])
+def test_streaming_to_a_reader_is_unbuffered(output, live):
+    """perf -o - passes each event on at once (--decode uses -o - too)."""
+    argv = build_command("perf", PerfConfig(events=["a:b"], output=output), FULL)
+    assert ("--no-buffering" in argv) == live
+    assert argv[argv.index("-o") + 1] == output
+    old = PerfFeatures((3, 0, 0), no_buffering=False)
+    assert "--no-buffering" not in build_command("perf", PerfConfig(events=["a:b"], output="-"),
+                                                 old)
 
 
 def test_build_command_options_and_old_perf():
@@ -108,7 +121,7 @@ def test_probe_rejects_a_perf_that_does_not_work(tmp_path):
 
 
 def test_probe_real_output(fake_perf):
-    assert probe_features(fake_perf.path) == PerfFeatures((6, 1, 99), True, True)
+    assert probe_features(fake_perf.path) == PerfFeatures((6, 1, 99), True, True, True)
 
 
 PERF_USAGE = "\n Usage: perf record [<options>] [<command>]\n" + "".join(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -13,6 +14,8 @@ from ehtool.errors import ExternalError, UsageError
 from ehtool.record import supervisor
 from ehtool.record.specs import parse_spec
 from ehtool.record.supervisor import Recorder, RecordOptions
+
+from .test_stream import LOST, LOST_RECORDS, lossy_stream
 
 
 class FakeHolder:
@@ -70,6 +73,7 @@ def test_command_starts_after_perf_enabled_and_its_status_is_returned(env):
     assert FakeHolder.instances[0].calls == ["plan", "acquire", "release"]
     assert result.registered == ["user_events:MyProv_L5K1"]
     assert opts.messages == []  # no "recording, Ctrl-C" line when COMMAND runs
+    assert "--no-buffering" not in env.events()[0].split()  # a file needs no live stream
 
 
 def test_command_killed_by_signal(env):
@@ -164,3 +168,43 @@ def test_old_perf_fallback_warns_and_records(env):
     result = Recorder(opts).run()
     assert result.exit_status == 0
     assert any("no '--control fifo:'" in m for m in opts.messages)
+
+
+LOST_WARNING = (f"warning: perf lost {LOST} events ({LOST_RECORDS} LOST records): "
+                "use a larger --buffer-size")
+
+
+@pytest.fixture
+def lossy_perf(env, tmp_path):
+    """The fake perf, streaming a recording with lost events for ``-o -``."""
+    stream = tmp_path / "lossy.data"
+    stream.write_bytes(lossy_stream(tmp_path))
+    env.monkeypatch.setenv("FAKE_PERF_STREAM", str(stream))
+    return env, stream.read_bytes()
+
+
+def test_pipe_output_is_live_counts_lost_events_and_gets_no_command_output(lossy_perf,
+                                                                            capfdbinary):
+    env, stream = lossy_perf
+    opts = _options(env, output="-", command=["sh", "-c", "echo hello from COMMAND"])
+    result = Recorder(opts).run()
+    out, err = capfdbinary.readouterr()
+    assert out == stream  # perf's bytes, unchanged, and nothing else
+    assert b"hello from COMMAND" in err
+    assert "--no-buffering" in env.events()[0].split()
+    assert result.stats is not None and result.stats.errors == []
+    assert (result.stats.samples, result.stats.lost) == (23, LOST)
+    assert LOST_WARNING in opts.messages
+
+
+def test_decode_is_live_and_counts_lost_events(lossy_perf, capfdbinary):
+    env, _ = lossy_perf
+    opts = _options(env, output="-", decode=True, command=["sh", "-c", "echo hello"])
+    result = Recorder(opts).run()
+    out, err = capfdbinary.readouterr()
+    assert result.exit_status == 0 and result.decoder_status == 0, err
+    events = json.loads(out)["stdin"]
+    assert len(events) == 23 and events[0]["n"].startswith("sched:")
+    assert b"hello" in err
+    assert "--no-buffering" in env.events()[0].split()
+    assert LOST_WARNING in opts.messages

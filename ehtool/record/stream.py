@@ -1,0 +1,202 @@
+"""Relay perf's pipe-mode output (``perf record -o -``) to its reader, counting on the way.
+
+::
+
+    from ehtool.record.stream import StreamRelay
+    relay = StreamRelay(perf_stdout, sys.stdout.buffer)   # or the decoder's stdin
+    relay.start()
+    ...                                   # perf records, then exits
+    stats = relay.join()                  # RecordingStats: samples, lost events
+
+perf writes into a pipe that ehtool reads; a thread copies every byte to the
+sink unchanged and walks the record headers as they pass, so a streamed
+session reports perf's lost events (PERF_RECORD_LOST, LOST_SAMPLES) like a
+recorded file. LOST records inside compressed records (``perf record -z``) are
+not seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from collections.abc import Callable
+from typing import IO
+
+from ehtool.record.perf import RecordingStats
+
+_MAGIC = {b"PERFILE2": "<", b"2ELIFREP": ">"}
+_PIPE_HEADER_SIZE = 16
+_SAMPLE, _LOST, _LOST_SAMPLES = 9, 2, 13
+#: records followed by a payload their header size does not count (its size: u32, u64)
+_TRACING_DATA, _AUXTRACE = 66, 71
+_PAYLOAD = (_TRACING_DATA, _AUXTRACE)
+_COMPRESSED = (81, 83)
+_READ = 1 << 20
+
+
+class StreamCounter:
+    """Walks pipe-mode perf.data bytes fed in arbitrary pieces; counts samples and lost events."""
+
+    def __init__(self) -> None:
+        self.stats = RecordingStats()
+        self.compressed = False
+        self._pending = b""  # an incomplete header or record
+        self._skip = 0  # payload bytes still to pass over
+        self._header: Callable | None = None  # unpacks (type, size); set by the pipe header
+        self._u64: Callable = struct.Struct("<Q").unpack_from
+        self._u32: Callable = struct.Struct("<I").unpack_from
+        self._stopped = False
+        self._fed = 0  # bytes fed so far: the stream offset just past the last piece
+
+    def feed(self, data: bytes) -> None:
+        """Account for the next bytes of the stream."""
+        if self._stopped or not data:
+            return
+        self._fed += len(data)
+        view = memoryview(data)
+        if self._skip:
+            skipped = min(self._skip, len(view))
+            self._skip -= skipped
+            view = view[skipped:]
+        buf = self._pending + view if self._pending else view
+        pos = 0
+        if self._header is None:
+            if len(buf) < _PIPE_HEADER_SIZE:
+                self._pending = bytes(buf)
+                return
+            if not self._check_header(buf):
+                return
+            pos = _PIPE_HEADER_SIZE
+        pos = self._walk(buf, pos)
+        self._pending = b"" if self._stopped else bytes(buf[pos:])
+
+    def finish(self) -> RecordingStats:
+        """The counts; notes a stream that ended early or inside a record."""
+        if self._stopped:
+            pass
+        elif self._header is None:
+            self._stop("perf wrote no complete pipe-mode header")
+        elif self._pending or self._skip:
+            self._stop("the stream ends inside a record (perf killed mid-write?)")
+        return self.stats
+
+    def _check_header(self, buf: memoryview | bytes) -> bool:
+        """Check the pipe header and learn the byte order from it."""
+        endian = _MAGIC.get(bytes(buf[:8]))
+        if endian is None:
+            self._stop("perf's output is not perf.data (no PERFILE2 magic)")
+            return False
+        if struct.unpack_from(endian + "Q", buf, 8)[0] != _PIPE_HEADER_SIZE:
+            self._stop("perf's output is not a pipe-mode stream")
+            return False
+        self._header = struct.Struct(endian + "IxxH").unpack_from
+        self._u64 = struct.Struct(endian + "Q").unpack_from
+        self._u32 = struct.Struct(endian + "I").unpack_from
+        return True
+
+    def _walk(self, buf: memoryview | bytes, pos: int) -> int:
+        """Count the complete records from ``pos``; return where the incomplete one starts."""
+        header, u64 = self._header, self._u64
+        assert header is not None
+        stats = self.stats
+        end = len(buf)
+        while pos + 8 <= end:
+            rtype, size = header(buf, pos)
+            if size < 8:
+                offset = self._fed - end + pos
+                return self._stop(f"corrupt record at stream offset {offset}: size {size}")
+            if pos + size > end:
+                break
+            if rtype == _SAMPLE:
+                stats.samples += 1
+            elif rtype == _LOST and size >= 24:
+                stats.lost_records += 1
+                stats.lost_events += u64(buf, pos + 16)[0]
+            elif rtype == _LOST_SAMPLES and size >= 16:
+                stats.lost_records += 1
+                stats.lost_samples += u64(buf, pos + 8)[0]
+            elif rtype in _PAYLOAD and size >= 16:
+                extra = (self._u32 if rtype == _TRACING_DATA else u64)(buf, pos + 8)[0]
+                nxt = pos + size + extra
+                if nxt > end:
+                    self._skip = nxt - end
+                    return end
+                pos = nxt
+                continue
+            elif rtype in _COMPRESSED:
+                self.compressed = True
+            pos += size
+        return pos
+
+    def _stop(self, problem: str) -> int:
+        """Give up counting (the bytes are still relayed); returns -1."""
+        self.stats.errors.append(problem)
+        self._stopped = True
+        self._pending = b""
+        self._skip = 0
+        return -1
+
+
+class StreamRelay:
+    """A thread that copies ``source`` (perf's stdout) to ``sink`` and counts records.
+
+    ``close_sink``: close the sink at the end of the stream (the decoder's stdin,
+    so that it sees EOF). When the sink's reader goes away, the source is closed
+    too, so perf gets EPIPE as if it wrote to that reader directly.
+    """
+
+    def __init__(self, source: IO[bytes], sink: IO[bytes] | int, close_sink: bool = False) -> None:
+        self.source = source
+        self.sink = sink
+        self.close_sink = close_sink
+        self.counter = StreamCounter()
+        #: the sink could not be written (its reader is gone): the source was closed
+        self.broken_pipe = False
+        self.error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="ehtool-perf-relay", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> RecordingStats | None:
+        """Wait for the end of the stream; the counts, or None if it has not ended."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return None
+        return self.counter.finish()
+
+    def _run(self) -> None:
+        src = self.source.fileno()
+        dst = self.sink if isinstance(self.sink, int) else self.sink.fileno()
+        try:
+            while data := _read(src):
+                self.counter.feed(data)
+                _write_all(dst, data)
+        except OSError as exc:  # the reader went away (EPIPE) or the sink is unusable
+            self.broken_pipe = True
+            self.error = exc
+        finally:
+            with contextlib.suppress(OSError):
+                self.source.close()
+            if self.close_sink and not isinstance(self.sink, int):
+                with contextlib.suppress(OSError):
+                    self.sink.close()
+
+
+def _read(fd: int) -> bytes:
+    """The next bytes of the pipe (b'' at its end or when it cannot be read)."""
+    while True:
+        try:
+            return os.read(fd, _READ)
+        except InterruptedError:
+            continue
+        except OSError:
+            return b""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
