@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from ehtool.record.specs import TracepointSpec
 
 
 @click.command()
@@ -48,17 +53,14 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
       ehtool register --persist MyProvider_L4K1
     """
     from ehtool.errors import UsageError
-    from ehtool.kernel.registry import check_definition, register_all, stop_signals
-    from ehtool.record.specs import SpecKind, collect_specs
+    from ehtool.kernel.registry import register_all, stop_signals
+    from ehtool.record.specs import collect_specs
 
     specs = collect_specs(definitions, files, provider, levels, keywords, group)
     if not specs:
         raise UsageError("nothing to register: give DEFINITIONs, -i FILE or --provider")
     for spec in specs:
-        if spec.kind is SpecKind.IDENTIFIER:
-            raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "
-                             "(leading ':'); register takes definitions")
-        check_definition(spec.command, spec.source)
+        _check_spec(spec)
     if wait is None:
         wait = not persist
 
@@ -69,3 +71,21 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
         click.get_text_stream("stdout").flush()
         if wait:
             wait_for_signal()
+
+
+def _check_spec(spec: TracepointSpec) -> None:
+    """UsageError when ``spec`` cannot be registered as given (see names.parse)."""
+    from ehtool.errors import UsageError
+    from ehtool.eventheader.names import InvalidNameError, parse
+    from ehtool.kernel.registry import check_definition
+    from ehtool.record.specs import SpecKind
+
+    if spec.kind is SpecKind.IDENTIFIER:
+        raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "
+                         "(leading ':'); register takes definitions")
+    if spec.kind is SpecKind.EVENTHEADER:
+        try:
+            parse(spec.name, canonical=True)
+        except InvalidNameError as exc:
+            raise UsageError(f"{spec.source}: {exc}") from None
+    check_definition(spec.command, spec.source)

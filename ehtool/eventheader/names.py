@@ -51,8 +51,15 @@ class TracepointName(NamedTuple):
         return f"{self} {EVENTHEADER_COMMAND_TYPES}"
 
 
-def parse(name: str) -> TracepointName:
-    """Parse an EventHeader tracepoint name; raise ``InvalidNameError`` naming the broken rule."""
+def parse(name: str, *, canonical: bool = False) -> TracepointName:
+    """Parse an EventHeader tracepoint name; raise ``InvalidNameError`` naming the broken rule.
+
+    Like the reference validator (and decoders), this accepts leading zeros in
+    the level and keyword (``P_L05K01``), so ``str()`` of the result may differ
+    from ``name``. A name to *register* must be ``canonical``: exactly what
+    producers write to (``%x``, no leading zeros), since the kernel sees the
+    literal text and ``P_L05K1`` would be a tracepoint no producer uses.
+    """
     _check_event_name(name)
     cut = name.rfind("_")
     if cut < 0:  # an empty provider ("_L1K1") is accepted, as the reference tools do
@@ -78,7 +85,11 @@ def parse(name: str) -> TracepointName:
     keyword = int(keyword_hex, 16)
     if keyword >= 1 << 64:
         raise InvalidNameError(f"{name!r}: keyword {keyword_hex} does not fit in 64 bits")
-    return TracepointName(provider, level, keyword, options)
+    tp = TracepointName(provider, level, keyword, options)
+    if canonical and str(tp) != name:
+        raise InvalidNameError(f"{name!r}: level and keyword are lowercase hex without leading "
+                               f"zeros: producers write to {str(tp)!r}")
+    return tp
 
 
 def is_eventheader_name(name: str) -> bool:

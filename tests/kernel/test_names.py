@@ -93,6 +93,17 @@ def test_parse_agrees_with_the_reference_validator(name):
         assert not 1 <= int(level_hex, 16) <= 255 or int(keyword_hex, 16) >= 2**64
 
 
+@pytest.mark.parametrize(("name", "producers_name"), [
+    ("P_L05K1", "P_L5K1"), ("P_L5K01", "P_L5K1"), ("P_L0aK00Gg", "P_LaK0Gg")])
+def test_leading_zeros_decode_but_are_not_a_name_to_register(name, producers_name):
+    assert str(parse(name)) == producers_name  # accepted when decoding, as the reference does
+    with pytest.raises(InvalidNameError, match=re.escape(
+            f"{name!r}: level and keyword are lowercase hex without leading zeros: "
+            f"producers write to {producers_name!r}")):
+        parse(name, canonical=True)
+    assert str(parse(producers_name, canonical=True)) == producers_name
+
+
 def test_build_formats_lowercase_hex_without_leading_zeros():
     assert str(build("MyProvider", 10, 0xABC)) == "MyProvider_LaKabc"
     assert str(build("MyProvider", 5, 0x3FF, group="mygroup")) == "MyProvider_L5K3ffGmygroup"
