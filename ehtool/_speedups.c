@@ -5,6 +5,9 @@
  * Plan     -- renders the payload of one EventHeader metadata as JSON by interpreting
  *             a flat op list (ehtool.eventheader.cplan compiles it from the same field
  *             definitions as the generated Python renderer).
+ * Formatter -- the per-sample loop of SampleFormatter.format_many for its two hot
+ *             cases (plain tracepoints and EventHeader cache hits, UTC times); every
+ *             other sample goes to the Python handler made for its event.
  *
  * Both take their layouts from the Python side, which derives them from the construct
  * grammars, and both defer to Python for anything unusual: the Scanner stops at the first
@@ -808,6 +811,365 @@ static PyTypeObject ScannerType = {
     .tp_methods = Scanner_methods,
 };
 
+/* ================================================================================== */
+/* Formatter: the per-sample loop of ehtool.output.events.SampleFormatter.format_many */
+/* ================================================================================== */
+
+/* Handler specs (built by SampleFormatter._native_spec; anything else is a callable):
+ *   (0, head, render, extra, handler)    a plain tracepoint: head + render(raw) + meta
+ *   (1, tracepoint, eh_offset, k_n, fast, handler)
+ *        an EventHeader tracepoint: the decoder's fast-path cache ``fast`` (tracepoint ->
+ *        first 12 event bytes -> entry) is consulted as EventHeaderDecoder.decode_parts
+ *        does; a hit without activity ids is formatted here, anything else by handler.
+ * The meta object is the UTC template of SampleFormatter (time, cpu, pid, tid, extra);
+ * when the session clock has no UTC offset every sample goes to its handler. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *handlers; /* dict: EventDesc -> spec tuple or callable */
+    PyObject *make;     /* make(desc) -> spec tuple or callable */
+    PyObject *clock;    /* SessionClock: offset_ns, prefix_for(sec) */
+    PyObject *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta; /* bytes */
+    long long last_sec;
+    PyObject *last_prefix; /* bytes or NULL */
+} FormatterObject;
+
+static PyObject *
+time_prefix(FormatterObject *self, long long sec)
+{
+    if (self->last_prefix != NULL && sec == self->last_sec)
+        return self->last_prefix;
+    PyObject *prefix = PyObject_CallMethod(self->clock, "prefix_for", "L", sec);
+    if (prefix == NULL)
+        return NULL;
+    if (!PyBytes_Check(prefix)) {
+        Py_DECREF(prefix);
+        PyErr_SetString(PyExc_TypeError, "prefix_for must return bytes");
+        return NULL;
+    }
+    Py_XSETREF(self->last_prefix, prefix);
+    self->last_sec = sec;
+    return prefix;
+}
+
+/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra> } }`` appended to o. */
+static int
+put_meta(FormatterObject *self, Out *o, PyObject *sample, long long offset_ns, PyObject *extra)
+{
+    unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
+    if (t == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    __int128 when = (__int128)t + offset_ns;
+    long long sec = (long long)(when / 1000000000);
+    long long ns = (long long)(when % 1000000000);
+    if (ns < 0) { /* floor division, as divmod */
+        ns += 1000000000;
+        sec -= 1;
+    }
+    PyObject *prefix = time_prefix(self, sec);
+    if (prefix == NULL)
+        return -1;
+    char digits[9];
+    for (int i = 8; i >= 0; i--) {
+        digits[i] = (char)('0' + ns % 10);
+        ns /= 10;
+    }
+    if (out_put_bytes(o, self->pre_time) < 0 || out_put_bytes(o, prefix) < 0 ||
+        out_put(o, digits, 9) < 0 || out_put(o, "Z\"", 2) < 0)
+        return -1;
+    PyObject *const mids[3] = {self->mid_cpu, self->mid_pid, self->mid_tid};
+    for (int i = 0; i < 3; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sample, 1 + i));
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
+            return -1;
+    }
+    if (out_put_bytes(o, extra) < 0 || out_put_bytes(o, self->end_meta) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject *
+call1(PyObject *fn, PyObject *arg)
+{
+    return PyObject_CallOneArg(fn, arg);
+}
+
+/* head + body + meta as one bytes object */
+static PyObject *
+assemble(FormatterObject *self, PyObject *sample, long long offset_ns, PyObject *const *pieces,
+         int n, PyObject *extra)
+{
+    Out o;
+    out_init(&o);
+    PyObject *result = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!PyBytes_Check(pieces[i])) {
+            PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
+            goto done;
+        }
+        if (out_put_bytes(&o, pieces[i]) < 0)
+            goto done;
+    }
+    if (!PyBytes_Check(extra)) {
+        PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
+        goto done;
+    }
+    if (put_meta(self, &o, sample, offset_ns, extra) == 0)
+        result = PyBytes_FromStringAndSize(o.data, o.len);
+done:
+    out_free(&o);
+    return result;
+}
+
+static PyObject *
+format_plain(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+{
+    PyObject *body = call1(PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(sample, 4));
+    if (body == NULL)
+        return NULL;
+    PyObject *pieces[2] = {PyTuple_GET_ITEM(spec, 1), body};
+    PyObject *r = assemble(self, sample, offset_ns, pieces, 2, PyTuple_GET_ITEM(spec, 3));
+    Py_DECREF(body);
+    return r;
+}
+
+/* The decoder's cache entry for this event when it is a plain hit, else NULL (no error). */
+static PyObject *
+eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
+{
+    PyObject *per_name = PyDict_GetItemWithError(PyTuple_GET_ITEM(spec, 4),
+                                                 PyTuple_GET_ITEM(spec, 1));
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
+        return NULL;
+    const char *data = PyBytes_AS_STRING(raw);
+    PyObject *key = PyBytes_FromStringAndSize(data + off, 12);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(per_name, key);
+    Py_DECREF(key);
+    if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5)
+        return NULL;
+    PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
+    if (!PyBytes_Check(expect) || !PyLong_CheckExact(activity) || PyLong_AsLong(activity) != 0)
+        return NULL;
+    Py_ssize_t n = PyBytes_GET_SIZE(expect);
+    if (off + 12 + n > len || memcmp(data + off + 12, PyBytes_AS_STRING(expect), n) != 0)
+        return NULL;
+    return Py_NewRef(hit);
+}
+
+static PyObject *
+format_eventheader(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+{
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4);
+    PyObject *handler = PyTuple_GET_ITEM(spec, 5);
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
+    if (off == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *hit = PyBytes_CheckExact(raw) ? eventheader_hit(spec, raw, off) : NULL;
+    if (hit == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return call1(handler, sample);
+    }
+    Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
+    if (skip == -1 && PyErr_Occurred()) {
+        Py_DECREF(hit);
+        return NULL;
+    }
+    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyLong_FromSsize_t(off)};
+    PyObject *info = Py_NewRef(PyTuple_GET_ITEM(hit, 4));
+    PyObject *fields = NULL;
+    if (args[1] != NULL && args[2] != NULL)
+        fields = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 3), args, 3, NULL);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    Py_DECREF(hit);
+    if (fields == NULL) {
+        Py_DECREF(info);
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return NULL;
+        PyErr_Clear(); /* a malformed event: the handler falls back and warns */
+        return call1(handler, sample);
+    }
+    PyObject *name = PyObject_GetAttrString(info, "name_json");
+    PyObject *meta = PyObject_GetAttrString(info, "meta");
+    Py_DECREF(info);
+    PyObject *r = NULL;
+    if (name != NULL && meta != NULL) {
+        PyObject *pieces[3] = {PyTuple_GET_ITEM(spec, 3), name, fields};
+        r = assemble(self, sample, offset_ns, pieces, 3, meta);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(meta);
+    Py_DECREF(fields);
+    return r;
+}
+
+static int
+valid_spec(PyObject *h)
+{
+    if (!PyTuple_Check(h))
+        return PyCallable_Check(h);
+    Py_ssize_t n = PyTuple_GET_SIZE(h);
+    if (n < 1)
+        return 0;
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(h, 0));
+    if (kind == 0)
+        return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
+               PyBytes_Check(PyTuple_GET_ITEM(h, 3));
+    if (kind == 1)
+        return n == 6 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+               PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3));
+    return 0;
+}
+
+static PyObject *
+Formatter_format_many(FormatterObject *self, PyObject *samples)
+{
+    if (!PyList_Check(samples)) {
+        PyErr_SetString(PyExc_TypeError, "format_many takes a list of samples");
+        return NULL;
+    }
+    PyObject *offset = PyObject_GetAttrString(self->clock, "offset_ns");
+    if (offset == NULL)
+        return NULL;
+    int utc = offset != Py_None;
+    long long offset_ns = utc ? PyLong_AsLongLong(offset) : 0;
+    Py_DECREF(offset);
+    if (utc && offset_ns == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(samples);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *sample = PyList_GET_ITEM(samples, i);
+        if (!PyTuple_Check(sample) || PyTuple_GET_SIZE(sample) < 7) {
+            PyErr_SetString(PyExc_TypeError, "samples must be Sample tuples");
+            goto fail;
+        }
+        PyObject *desc = PyTuple_GET_ITEM(sample, 5);
+        PyObject *h = PyDict_GetItemWithError(self->handlers, desc);
+        if (h == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            PyObject *made = call1(self->make, desc);
+            if (made == NULL)
+                goto fail;
+            if (!valid_spec(made)) {
+                Py_DECREF(made);
+                PyErr_SetString(PyExc_TypeError, "make(desc) returned no handler");
+                goto fail;
+            }
+            int rc = PyDict_SetItem(self->handlers, desc, made);
+            Py_DECREF(made);
+            if (rc < 0)
+                goto fail;
+            h = made; /* the dict holds it */
+        }
+        Py_INCREF(h); /* the handlers may run Python code */
+        PyObject *r;
+        if (!PyTuple_Check(h))
+            r = call1(h, sample);
+        else if (!utc)
+            r = call1(PyTuple_GET_ITEM(h, PyTuple_GET_SIZE(h) - 1), sample);
+        else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
+            r = format_plain(self, h, sample, offset_ns);
+        else
+            r = format_eventheader(self, h, sample, offset_ns);
+        Py_DECREF(h);
+        if (r == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, r);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *
+Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"make", "clock", "pre_time", "mid_cpu", "mid_pid", "mid_tid",
+                             "end_meta", NULL};
+    PyObject *make, *clock, *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOSSSSS", kwlist, &make, &clock, &pre_time,
+                                     &mid_cpu, &mid_pid, &mid_tid, &end_meta))
+        return NULL;
+    FormatterObject *self = (FormatterObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->handlers = PyDict_New();
+    if (self->handlers == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->make = Py_NewRef(make);
+    self->clock = Py_NewRef(clock);
+    self->pre_time = Py_NewRef(pre_time);
+    self->mid_cpu = Py_NewRef(mid_cpu);
+    self->mid_pid = Py_NewRef(mid_pid);
+    self->mid_tid = Py_NewRef(mid_tid);
+    self->end_meta = Py_NewRef(end_meta);
+    return (PyObject *)self;
+}
+
+static int
+Formatter_clear(FormatterObject *self)
+{
+    Py_CLEAR(self->handlers);
+    Py_CLEAR(self->make);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->pre_time);
+    Py_CLEAR(self->mid_cpu);
+    Py_CLEAR(self->mid_pid);
+    Py_CLEAR(self->mid_tid);
+    Py_CLEAR(self->end_meta);
+    Py_CLEAR(self->last_prefix);
+    return 0;
+}
+
+static void
+Formatter_dealloc(FormatterObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Formatter_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->handlers);
+    Py_VISIT(self->make);
+    Py_VISIT(self->clock);
+    return 0;
+}
+
+static PyMethodDef Formatter_methods[] = {
+    {"format_many", (PyCFunction)Formatter_format_many, METH_O,
+     "format_many(samples) -> list of JSON event objects (bytes)"},
+    {NULL},
+};
+
+static PyTypeObject FormatterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.Formatter",
+    .tp_basicsize = sizeof(FormatterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Formatter(make, clock, pre_time, mid_cpu, mid_pid, mid_tid, end_meta)",
+    .tp_new = Formatter_new,
+    .tp_dealloc = (destructor)Formatter_dealloc,
+    .tp_traverse = (traverseproc)Formatter_traverse,
+    .tp_clear = (inquiry)Formatter_clear,
+    .tp_methods = Formatter_methods,
+};
+
 /* -- module ------------------------------------------------------------------------ */
 
 static struct PyModuleDef module = {
@@ -820,13 +1182,15 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0)
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0 ||
+        PyType_Ready(&FormatterType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
+        PyModule_AddObjectRef(m, "Formatter", (PyObject *)&FormatterType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

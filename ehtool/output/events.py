@@ -89,6 +89,8 @@ class SampleFormatter:
         self.warn = warn
         self._eh: Any = None  # the EventHeader decoder, made when first needed
         self._handlers: dict[Any, Callable[[Any], bytes]] = {}
+        #: desc -> what the C loop formats itself (see _speedups.c Formatter)
+        self._specs: dict[Any, tuple] = {}
         #: ``"file"`` meta member (JSON Lines output names each event's input)
         self._file_meta = b""
         if file is not None:
@@ -117,6 +119,7 @@ class SampleFormatter:
         self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
             meta & {"provider", "event", "options", "flags"}
         )
+        self._native = self._native_loop()
 
     # -- public ---------------------------------------------------------------
 
@@ -129,6 +132,8 @@ class SampleFormatter:
 
     def format_many(self, samples: list) -> list[bytes]:
         """The JSON objects for a list of samples (the decode hot loop)."""
+        if self._native is not None:
+            return self._native.format_many(samples)
         handlers = self._handlers
         out = []
         append = out.append
@@ -153,6 +158,26 @@ class SampleFormatter:
         return self._k_n + b'"perf:' + name + b'"' + members + self._meta(record, b"")
 
     # -- handlers -------------------------------------------------------------
+
+    def _native_loop(self) -> Any:
+        """The C version of :meth:`format_many` when it is built and the meta object is
+        the UTC template, else None."""
+        from ehtool.speedups import load
+
+        speedups = load()
+        if speedups is None or self._fast_utc_meta is None or self.clock is None:
+            return None
+        s = self.style
+        return speedups.Formatter(
+            self._native_spec, self.clock, self._k_meta + s.first + self._k_time,
+            s.sep + self._k_cpu, s.sep + self._k_pid, s.sep + self._k_tid, self._end_meta)
+
+    def _native_spec(self, desc: Any) -> Any:
+        """For the C loop: the spec of ``desc``'s hot path, or its Python handler."""
+        handler = self._handlers.get(desc)
+        if handler is None:
+            handler = self._handlers[desc] = self._make_handler(desc)
+        return self._specs.get(desc, handler)
 
     def _make_handler(self, desc: Any) -> Callable[[Any], bytes]:
         from ehtool.output.tracefs_fields import make_renderer, raw_renderer
@@ -189,6 +214,9 @@ class SampleFormatter:
                 return plain_head + render(sample.raw) + utc % (
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
+
+            if clock is not None:
+                self._specs[desc] = (0, plain_head, render, plain_fast_extra, plain)
         else:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
@@ -196,6 +224,7 @@ class SampleFormatter:
         eh_offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
         if eh_offset is None:
             return plain
+        self._specs.pop(desc, None)  # an EventHeader tracepoint: not the plain spec
 
         tracepoint = fmt.name
         if self._eh is None:
@@ -236,6 +265,9 @@ class SampleFormatter:
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, ev[2])
 
+            if clock is not None:
+                self._specs[desc] = (1, tracepoint, eh_offset, k_n, self._eh._fast,
+                                     eventheader_fast)
             return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:
