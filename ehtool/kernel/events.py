@@ -1,7 +1,8 @@
 """A description of every registered user_event: name, definition, who uses it.
 
-Definitions are given in user_events syntax (``Name u32 a; char[16] b``), so
-``ehtool list`` output can be fed back to ``ehtool register -i``.
+Definitions are given in user_events syntax (``Name u32 a; char[16] b``,
+``Name ;`` for no fields), so they can be fed back to ``ehtool register -i``
+(``ehtool list --json | jq -r '.[].definition' | ehtool register -i -``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def list_user_events() -> list[dict[str, Any]]:
         eventheader = False
         try:
             fmt = parse_format(tracefs.read_format("user_events", entry.name), "user_events")
-            definition = tracefs.definition_text(entry.name, [f.decl for f in fmt.fields])
+            definition = tracefs.definition_text(entry.name,
+                                                 [(f.decl, f.size) for f in fmt.fields])
             eventheader = fmt.eventheader_offset is not None and is_eventheader_name(entry.name)
         except (KernelError, ValueError):
             pass

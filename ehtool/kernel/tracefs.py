@@ -8,6 +8,8 @@ mount's ``tracing`` directory. Standard library only.
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -16,6 +18,8 @@ from ehtool.errors import KernelError
 
 DEFAULT_TRACEFS = Path("/sys/kernel/tracing")
 
+#: element sizes of the array types user_events accepts (char[N], unsigned char[N])
+_ELEMENT_SIZES = {"char": 1, "unsigned char": 1}
 _MOUNT_HINT = ("tracefs is not mounted; mount it with "
                "'sudo mount -t tracefs nodev /sys/kernel/tracing'")
 _USER_EVENTS_HINT = ("this kernel has no user_events ({path} is missing): it needs "
@@ -108,26 +112,36 @@ def read_format(system: str, name: str) -> str:
 
 def read_definition(name: str) -> str:
     """A user_event's definition in user_events syntax, rebuilt from its format file
-    (``Name u32 a; char[16] b``; just ``Name`` when it has no fields)."""
+    (``Name u32 a; char[16] b``; ``Name ;`` when it has no fields)."""
     from ehtool.perfdata.tracefs_format import parse_format
 
     fmt = parse_format(read_format("user_events", name), "user_events")
-    return definition_text(name, [f.decl for f in fmt.fields])
+    return definition_text(name, [(f.decl, f.size) for f in fmt.fields])
 
 
-def definition_text(name: str, decls: list[str]) -> str:
-    """``Name`` plus format-file field declarations rewritten in user_events syntax."""
-    fields = "; ".join(_user_type(decl) for decl in decls)
-    return f"{name} {fields}" if fields else name
+def definition_text(name: str, fields: Iterable[tuple[str, int]]) -> str:
+    """``Name`` and format-file ``(declaration, size)`` pairs in user_events syntax,
+    as ``ehtool register`` takes it: ``Name u32 a; char[16] b``, ``Name ;`` for none.
+
+    Array counts come from the size: the kernel leaves a user_event's array
+    count uninitialised in its format file (6.12 shows ``char b[8239168]``).
+    """
+    text = "; ".join(_user_field(decl, size) for decl, size in fields)
+    return f"{name} {text}" if text else f"{name} ;"
 
 
-def _user_type(decl: str) -> str:
-    """``char name[16]`` (format file) -> ``char[16] name`` (user_events syntax)."""
-    if decl.endswith("]") and "[" in decl and not decl.startswith(("__data_loc", "__rel_loc")):
-        head, _, count = decl.rpartition("[")
-        typ, _, name = head.rpartition(" ")
-        return f"{typ}[{count} {name}"
-    return decl
+def _user_field(decl: str, size: int) -> str:
+    """``char name[16]`` (format file) -> ``char[16] name``; ``struct T n`` -> ``... SIZE``."""
+    if decl.startswith("struct "):
+        return f"{decl} {size}"
+    if not decl.endswith("]") or "[" not in decl or decl.startswith("__data_loc"):
+        return decl
+    head, _, count = decl.rpartition("[")
+    typ, _, field_name = head.rpartition(" ")
+    if typ.startswith("__rel_loc"):
+        return f"{typ}[] {field_name}"
+    element = _ELEMENT_SIZES.get(typ)
+    return f"{typ}[{size // element if element else count[:-1]}] {field_name}"
 
 
 def event_exists(system: str, name: str) -> bool:
@@ -144,10 +158,16 @@ def list_events(system: str) -> list[str]:
 
 
 def permission_hint() -> str:
-    """What to do about EACCES/EPERM on tracefs."""
-    return ("permission denied; run as root, or let a 'tracing' group use it: "
-            "'sudo mount -o remount,gid=tracing,mode=750 /sys/kernel/tracing' and "
-            "'sudo chmod g+rw /sys/kernel/tracing/user_events_data'")
+    """What to do about EACCES/EPERM on tracefs: root, or the tracers-group recipe
+    for the tracefs mounted here (one line)."""
+    try:
+        root = shlex.quote(str(find_tracefs()))
+    except KernelError:
+        root = str(DEFAULT_TRACEFS)
+    return ("permission denied; run as root, or let a 'tracing' group use user_events: "
+            f"'sudo groupadd -f tracing; sudo mount -o remount,gid=tracing,mode=750 {root}; "
+            f"sudo chmod g+rw {root}/user_events_data; sudo usermod -aG tracing $USER', "
+            "then log in again")
 
 
 def _read(path: str | Path) -> str | None:

@@ -7,6 +7,7 @@ import errno
 import re
 import struct
 import sys
+from pathlib import Path
 
 import construct as c
 import pytest
@@ -93,6 +94,24 @@ def test_kernel_errors_say_what_to_do(monkeypatch):
     assert "user_events_max" in str(err)
     assert isinstance(err, KernelError) and err.exit_code == 4
     assert "still in use" in str(user_events._delete_error("X", OSError(errno.EBUSY, "b")))
+
+
+def test_permission_hint_gives_the_tracing_group_recipe_for_the_tracefs_found(monkeypatch):
+    monkeypatch.setattr(tracefs, "find_tracefs", lambda: Path("/mnt/my trace"))
+    hint = tracefs.permission_hint()
+    assert "\n" not in hint
+    for step in ("sudo groupadd -f tracing",
+                 "sudo mount -o remount,gid=tracing,mode=750 '/mnt/my trace'",
+                 "sudo chmod g+rw '/mnt/my trace'/user_events_data",
+                 "sudo usermod -aG tracing $USER", "log in again"):
+        assert step in hint, step
+    assert "/sys/kernel/tracing" not in hint
+
+    def no_tracefs() -> Path:
+        raise KernelError("tracefs is not mounted")
+
+    monkeypatch.setattr(tracefs, "find_tracefs", no_tracefs)
+    assert "remount,gid=tracing,mode=750 /sys/kernel/tracing;" in tracefs.permission_hint()
 
 
 def test_missing_tracefs_explains_how_to_mount(monkeypatch, tmp_path):
