@@ -12,6 +12,7 @@ import signal
 from collections.abc import Callable, Iterator
 
 from ehtool.errors import KernelError, UsageError
+from ehtool.kernel import tracefs
 from ehtool.kernel.user_events import MAX_COMMAND, Registration, UserEvents
 
 _SIMPLE_TYPES = frozenset((
@@ -72,12 +73,30 @@ def _field_problem(text: str) -> str | None:
 
 @contextlib.contextmanager
 def register_all(commands: list[str], *, persist: bool = False) -> Iterator[list[Registration]]:
-    """Register every command; on any failure release the ones already registered.
+    """Register every command as one operation: all of them, or none.
+
+    Before anything is registered, each command whose event already exists is
+    checked against it by the kernel (:meth:`UserEvents.check_compatible`), so a
+    conflicting definition is refused first. If a registration still fails,
+    the ones made are released and the persisted events this call created
+    (not those that existed before) are deleted again.
 
     Non-persistent registrations are released when the block ends. Persistent
     ones are unregistered from this process at once (the events stay).
     """
     ue = UserEvents.open()
+    try:
+        yield _register_each(ue, commands, persist)
+    finally:
+        ue.close()
+
+
+def _register_each(ue: UserEvents, commands: list[str], persist: bool) -> list[Registration]:
+    """Check, then register each command; roll back on any failure (see register_all)."""
+    before = existing_events()
+    for command in commands:
+        if before is not None and command_name(command) in before:
+            ue.check_compatible(command)
     regs: list[Registration] = []
     try:
         for command in commands:
@@ -85,9 +104,37 @@ def register_all(commands: list[str], *, persist: bool = False) -> Iterator[list
         if persist:
             for reg in regs:
                 reg.unregister()
-        yield regs
-    finally:
-        ue.close()
+    except BaseException as exc:
+        created = [r.name for r in regs if persist and before is not None
+                   and r.name not in before]
+        problem = _roll_back(ue, created)
+        if problem and isinstance(exc, KernelError):
+            raise KernelError(f"{exc}\n{problem}") from None
+        raise
+    return regs
+
+
+def _roll_back(ue: UserEvents, created: list[str]) -> str | None:
+    """Release this process's registrations, then delete the persisted events it
+    created (its own enablers block DIAG_IOCSDEL until unregistered); say what
+    could not be deleted, if anything."""
+    ue.close()
+    left = [str(err) for err in delete(created) if "no such user_event" not in str(err)]
+    return f"could not undo --persist: {'; '.join(left)}" if left else None
+
+
+def existing_events() -> set[str] | None:
+    """Names of the user_events the kernel has now; None when the status file
+    cannot be read (then nothing is checked or deleted on failure)."""
+    try:
+        return {entry.name for entry in tracefs.read_status()}
+    except KernelError:
+        return None
+
+
+def command_name(command: str) -> str:
+    """The event name of a registration command (its first word)."""
+    return command.split(None, 1)[0] if command.strip() else ""
 
 
 @contextlib.contextmanager

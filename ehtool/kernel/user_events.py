@@ -176,14 +176,7 @@ class UserEvents:
                         exc: OSError) -> KernelError:
         code = exc.errno
         if code == errno.EADDRINUSE:
-            existing = _existing_definition(name)
-            if existing is not None:
-                return KernelError(
-                    f"{name} is already registered with a different definition:\n"
-                    f"  existing: {existing}\n  yours:    {command}\n"
-                    f"delete the existing one ('ehtool unregister {name}') once nothing uses it, "
-                    "or use a new name")
-            return KernelError(f"cannot register {name}: address already in use")
+            return _conflict_error(name, command)
         if code == errno.EPERM and persist:
             return KernelError(f"cannot register {name} with --persist: it needs CAP_PERFMON "
                                "(or CAP_SYS_ADMIN); run as root")
@@ -203,13 +196,33 @@ class UserEvents:
             return KernelError("this kernel's user_events ABI is too old (needs Linux 6.4+)")
         return KernelError(f"cannot register {name}: {exc.strerror} ({errno.errorcode.get(code)})")
 
+    def check_compatible(self, command: str) -> None:
+        """Raise the KernelError the kernel gives ``command`` (EADDRINUSE: the name
+        exists with other fields) without keeping anything.
+
+        Registers without persist and unregisters at once: the kernel's own
+        comparison, which creates nothing when the event already exists.
+        """
+        reg = self.register(command)
+        self.registrations.remove(reg)
+        reg.unregister()
+
     def _accepts_without_persist(self, command: str) -> bool:
         try:
-            self.register(command).unregister()
+            self.check_compatible(command)
         except KernelError:
             return False
-        self.registrations.pop()
         return True
+
+
+def _conflict_error(name: str, command: str) -> KernelError:
+    """EADDRINUSE at registration: both definitions, and what to do."""
+    existing = _existing_definition(name)
+    what = (f"a different definition:\n  existing: {existing}" if existing is not None
+            else "different fields (its format cannot be read)")
+    return KernelError(f"{name} is already registered with {what}\n  yours:    {command}\n"
+                       f"delete the existing one ('ehtool unregister {name}') once nothing "
+                       "uses it, or use a new name")
 
 
 def _existing_definition(name: str) -> str | None:

@@ -96,6 +96,15 @@ def test_kernel_errors_say_what_to_do(monkeypatch):
     assert "still in use" in str(user_events._delete_error("X", OSError(errno.EBUSY, "b")))
 
 
+def test_eaddrinuse_without_a_readable_format_still_shows_yours(monkeypatch):
+    ue = user_events.UserEvents(-1, tracefs.DEFAULT_TRACEFS / "user_events_data")
+    monkeypatch.setattr(user_events, "_existing_definition", lambda name: None)
+    err = str(ue._register_error("X", "X u64 b", False, OSError(errno.EADDRINUSE, "in use")))
+    assert err.startswith("X is already registered with different fields (its format cannot")
+    assert "\n  yours:    X u64 b\n" in err and "ehtool unregister X" in err
+    assert "address already in use" not in err
+
+
 def test_permission_hint_gives_the_tracing_group_recipe_for_the_tracefs_found(monkeypatch):
     monkeypatch.setattr(tracefs, "find_tracefs", lambda: Path("/mnt/my trace"))
     hint = tracefs.permission_hint()
