@@ -105,27 +105,30 @@ def _register_each(ue: UserEvents, commands: list[str], persist: bool) -> list[R
             for reg in regs:
                 reg.unregister()
     except BaseException as exc:
-        created = [r.name for r in regs if persist and before is not None
-                   and r.name not in before]
-        problem = _roll_back(ue, created)
+        problem = _roll_back(ue, [r.name for r in regs] if persist else [], before)
         if problem and isinstance(exc, KernelError):
             raise KernelError(f"{exc}\n{problem}") from None
         raise
     return regs
 
 
-def _roll_back(ue: UserEvents, created: list[str]) -> str | None:
-    """Release this process's registrations, then delete the persisted events it
-    created (its own enablers block DIAG_IOCSDEL until unregistered); say what
-    could not be deleted, if anything."""
+def _roll_back(ue: UserEvents, persisted: list[str], before: set[str] | None) -> str | None:
+    """Release this process's registrations, then delete the ``persisted`` events
+    that were not in ``before`` (its own enablers block DIAG_IOCSDEL until
+    unregistered); say what is left behind, if anything."""
     ue.close()
+    if before is None:
+        return (f"could not undo --persist: {', '.join(persisted)} may be left registered "
+                "(user_events_status is unreadable, so new events cannot be told from older "
+                "ones)") if persisted else None
+    created = [name for name in persisted if name not in before]
     left = [str(err) for err in delete(created) if "no such user_event" not in str(err)]
     return f"could not undo --persist: {'; '.join(left)}" if left else None
 
 
 def existing_events() -> set[str] | None:
     """Names of the user_events the kernel has now; None when the status file
-    cannot be read (then nothing is checked or deleted on failure)."""
+    cannot be read (then nothing is checked first or deleted on failure)."""
     try:
         return {entry.name for entry in tracefs.read_status()}
     except KernelError:

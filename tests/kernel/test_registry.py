@@ -89,6 +89,17 @@ def test_an_event_that_cannot_be_deleted_is_named_in_the_error(kernel):
                             "sessions and processes that use it, then try again")
 
 
+def test_with_an_unreadable_status_file_nothing_is_deleted_but_the_error_says_so(kernel):
+    (kernel.root / "user_events_status").unlink()  # read_status fails: existence unknown
+    kernel.fail["B"] = errno.EMFILE
+    with pytest.raises(KernelError) as info, register_all([A, B], persist=True):
+        pass
+    assert str(info.value).endswith("could not undo --persist: A_L1K1 may be left registered "
+                                    "(user_events_status is unreadable, so new events cannot "
+                                    "be told from older ones)")
+    assert set(kernel.events) == {"A_L1K1"} and ("del", "A_L1K1") not in kernel.log
+
+
 def test_without_persist_a_failure_deletes_nothing_and_releases_all(kernel):
     kernel.fail["B"] = errno.EMFILE
     with pytest.raises(KernelError), register_all([A, B, C]):
