@@ -9,6 +9,8 @@ Exit codes (documented in README.md and the man pages):
   (``ehtool write --require-enabled``)
 * 4 the kernel interface failed (no tracefs, no user_events, permission, conflict)
 * 5 an external program failed (``perf`` missing or exited abnormally)
+* 128+N stopped by signal N (SIGINT 130; SIGTERM 143 and SIGHUP 129 end
+  ``ehtool decode`` cleanly, see :mod:`ehtool.cli.signals`)
 """
 
 from __future__ import annotations

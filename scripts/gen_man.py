@@ -20,6 +20,8 @@ EXIT_STATUS = [
     ("3", "ehtool write --require-enabled: no session has the tracepoint enabled"),
     ("4", "kernel interface error (no tracefs or user_events, permission, conflict)"),
     ("5", "perf is missing or failed"),
+    ("128+N", "stopped by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143); ehtool decode -o FILE "
+              "then leaves FILE as it was and no temporary file"),
 ]
 
 

@@ -100,6 +100,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       ehtool decode --compact --no-field-tags -o out.json perf.data
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
     """
+    from ehtool.cli.signals import exit_on_signals
     from ehtool.errors import EXIT_INPUT
     from ehtool.output.decode import DecodeOptions, decode_to
     from ehtool.output.events import parse_meta
@@ -147,14 +148,15 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
 
         bar = options.progress = ProgressBar(sys.stderr, "decoding")
     try:
-        if output is None:
-            errors = decode_to(sys.stdout.buffer, inputs, options)
-            sys.stdout.buffer.flush()
-        else:
-            from ehtool.output.atomic import atomic_output
+        with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
+            if output is None:
+                errors = decode_to(sys.stdout.buffer, inputs, options)
+                sys.stdout.buffer.flush()
+            else:
+                from ehtool.output.atomic import atomic_output
 
-            with atomic_output(output) as out:
-                errors = decode_to(out, inputs, options)
+                with atomic_output(output) as out:
+                    errors = decode_to(out, inputs, options)
     finally:
         if bar is not None:
             bar.close()

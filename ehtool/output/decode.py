@@ -13,6 +13,7 @@ document is always closed, so the output stays valid JSON.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -182,6 +183,9 @@ def _two_cores(f: Any, fmt: Any, options: DecodeOptions,
         try:
             f.stop_at_split()
             yield from _format_batches(f, fmt, options)
+        except BaseException:  # (a signal, a closed reader): the other half is not wanted
+            _stop_child(pid)
+            raise
         finally:
             _, status = os.waitpid(pid, 0)
         err.seek(0)
@@ -192,6 +196,15 @@ def _two_cores(f: Any, fmt: Any, options: DecodeOptions,
         yield _Spliced(out, int(count))
         if message:
             raise EhtoolError(message)
+
+
+def _stop_child(pid: int) -> None:
+    """Kill the forked worker (it may already have exited: waitpid reaps it)."""
+    import os
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,110 @@ def test_bom_and_compact_framing():
     assert spaced.startswith(b"\xef\xbb\xbf{\n\"") and b'\n  { "n": "sched:' in spaced
     compact = run("--compact", str(SAMPLE)).stdout
     assert b'\n {"n":"sched:' in compact
+
+
+# -- SIGTERM / SIGHUP while writing -o FILE ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory) -> Path:
+    """~47 MB (400,000 sched samples): decoding takes about a second, on two cores."""
+    from ehtool.perfdata.writer import replay_samples
+
+    path = tmp_path_factory.mktemp("big") / "big.data"
+    replay_samples(SAMPLE, path, 400_000)
+    return path
+
+
+def _temp_files(directory: Path) -> list[Path]:
+    return [p for p in directory.iterdir() if p.name.startswith(".ehtool-")]
+
+
+def _wait_for_temp_file(directory: Path, proc: subprocess.Popen, min_size: int) -> None:
+    """Until decode has a temporary file of ``min_size`` bytes beside its target."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "decode ended before the signal was sent"
+        if any(p.stat().st_size >= min_size for p in _temp_files(directory)):
+            return
+        time.sleep(0.005)
+    raise AssertionError("no temporary output file appeared")
+
+
+def _default_signals() -> None:
+    """In the child: SIGHUP and SIGTERM as a shell starts them (not inherited as ignored)."""
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _processes_running(marker: str) -> list[int]:
+    """Pids whose command line mentions ``marker`` (the forked worker's is the parent's)."""
+    pids = []
+    for proc_dir in Path("/proc").iterdir():
+        try:
+            if proc_dir.name.isdigit() and marker.encode() in (proc_dir / "cmdline").read_bytes():
+                pids.append(int(proc_dir.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.parametrize("signum,jobs", [(signal.SIGTERM, "2"), (signal.SIGHUP, "1")],
+                         ids=["SIGTERM-j2", "SIGHUP-j1"])
+def test_signal_mid_decode_leaves_no_temporary_file(tmp_path, big_input, signum, jobs):
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", "-j", jobs, "-o",
+                             str(out), str(big_input)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_signals)
+    _wait_for_temp_file(tmp_path, proc, 1)  # 1 MB of events formatted and written
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, stderr
+    assert (stdout, stderr) == (b"", b"")
+    assert out.read_text() == "previous"
+    assert _temp_files(tmp_path) == []
+    assert _processes_running(str(out)) == []  # the second core's worker was stopped too
+
+
+def test_sigterm_while_waiting_for_stdin(tmp_path):
+    """Blocked in a read of a pipe-mode stdin: the signal still ends decode cleanly."""
+    data = (REPO / "tests" / "data" / "sched-pipe.data").read_bytes()
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", "-o", str(out), "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=_default_signals)
+    proc.stdin.write(data[:len(data) // 2])
+    proc.stdin.flush()
+    _wait_for_temp_file(tmp_path, proc, 0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert out.read_text() == "previous" and _temp_files(tmp_path) == []
+
+
+def test_signal_during_an_import_waits_for_the_import(tmp_path, monkeypatch):
+    """An exception raised inside an extension module's initialisation can crash the
+    interpreter (orjson's did, when SIGTERM came while decode imported it): the exit
+    waits until the import is over."""
+    import time
+
+    from ehtool.cli.signals import SignalExit, exit_on_signals
+
+    (tmp_path / "ehtool_test_slow_import.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(0.05)  # the handler runs here, inside the import\n"
+        "DONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SignalExit) as info, exit_on_signals():
+        import ehtool_test_slow_import  # noqa: F401
+        time.sleep(5)  # SignalExit arrives here, a few ms after the import
+    assert info.value.code == 128 + signal.SIGTERM
+    assert sys.modules["ehtool_test_slow_import"].DONE
+    assert signal.getsignal(signal.SIGTERM) == before  # restored
+    del sys.modules["ehtool_test_slow_import"]
