@@ -46,6 +46,12 @@ sign_extend(uint64_t v, int size)
     return (int64_t)(v << shift) >> shift;
 }
 
+static inline int
+plain_char(uint64_t v) /* printable ASCII that JSON writes as itself */
+{
+    return v >= 0x20 && v < 0x7f && v != '"' && v != '\\';
+}
+
 /* -- growable output buffer -------------------------------------------------------- */
 
 typedef struct {
@@ -156,13 +162,16 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 /* ================================================================================== */
 
 enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3 };
-enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4 };
+enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5 };
+/* STR flags */
+enum { STR_ASCII = 1, STR_BOM = 2 };
 
 typedef struct {
     int op;
     int size;        /* FIXED: value size; STR: code-unit size */
     int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
-    int fast;        /* STR: printable ASCII renders as itself between quotes */
+    int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
+                        STR_BOM: after a leading BOM, which picks the unit size and order */
     int count;       /* ARRAY: constant count, 0 when it is in the payload */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
@@ -233,6 +242,17 @@ run_fixed(Ctx *c, const Op *op)
     case FX_PORT: /* network byte order whatever the event's */
         rc = out_put_u64(&c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
         break;
+    case FX_CHAR: { /* one character: printable ASCII here, the rest by the formatter */
+        uint64_t v = read_uint(q, size, c->little);
+        if (plain_char(v)) {
+            char text[3] = {'"', (char)v, '"'};
+            rc = out_put(&c->out, text, 3) < 0 ? FAIL_PY : OK;
+        }
+        else {
+            rc = call_formatter(c, op->obj, c->p, size);
+        }
+        break;
+    }
     default:
         rc = call_formatter(c, op->obj, c->p, size);
     }
@@ -274,15 +294,11 @@ string_bounds(Ctx *c, const Op *op, Py_ssize_t *start, Py_ssize_t *n, Py_ssize_t
     return OK;
 }
 
-static inline int
-plain_char(unsigned v)
-{
-    return v >= 0x20 && v < 0x7f && v != '"' && v != '\\';
-}
 
-/* Printable ASCII text in any unit size, written between quotes; 0 if not such text. */
+/* Printable ASCII text in any unit size and order, written between quotes; *done = 0
+ * when the data is not such text. */
 static int
-try_ascii(Ctx *c, int unit, Py_ssize_t start, Py_ssize_t n, int *done)
+try_ascii(Ctx *c, int unit, int little, Py_ssize_t start, Py_ssize_t n, int *done)
 {
     const unsigned char *q = c->data + start;
     Py_ssize_t chars = n / unit;
@@ -290,8 +306,7 @@ try_ascii(Ctx *c, int unit, Py_ssize_t start, Py_ssize_t n, int *done)
     if (n % unit)
         return OK;
     for (Py_ssize_t i = 0; i < chars; i++) {
-        unsigned v = (unsigned)read_uint(q + i * unit, unit, c->little);
-        if (!plain_char(v))
+        if (!plain_char(read_uint(q + i * unit, unit, little)))
             return OK;
     }
     if (out_reserve(&c->out, chars + 2) < 0)
@@ -302,7 +317,7 @@ try_ascii(Ctx *c, int unit, Py_ssize_t start, Py_ssize_t n, int *done)
         memcpy(w, q, chars);
     }
     else {
-        int low = c->little ? 0 : unit - 1;
+        int low = little ? 0 : unit - 1;
         for (Py_ssize_t i = 0; i < chars; i++)
             w[i] = (char)q[i * unit + low];
     }
@@ -320,8 +335,25 @@ run_string(Ctx *c, const Op *op)
     if (rc != OK)
         return rc;
     if (op->fast) {
-        int done;
-        rc = try_ascii(c, op->size, start, n, &done);
+        int done, unit = op->size, little = c->little;
+        Py_ssize_t text = start, chars = n;
+        if (op->fast & STR_BOM && n >= 2) { /* as output.strings.bom_string_json */
+            const unsigned char *h = c->data + start;
+            int skip = 0;
+            if (h[0] == 0xFF && h[1] == 0xFE) {
+                int wide = n >= 4 && h[2] == 0 && h[3] == 0;
+                skip = wide ? 4 : 2, unit = wide ? 4 : 2, little = 1;
+            }
+            else if (n >= 4 && h[0] == 0 && h[1] == 0 && h[2] == 0xFE && h[3] == 0xFF)
+                skip = 4, unit = 4, little = 0;
+            else if (h[0] == 0xFE && h[1] == 0xFF)
+                skip = 2, unit = 2, little = 0;
+            else if (n >= 3 && h[0] == 0xEF && h[1] == 0xBB && h[2] == 0xBF)
+                skip = 3, unit = 1;
+            text += skip;
+            chars -= skip;
+        }
+        rc = try_ascii(c, unit, little, text, chars, &done);
         if (rc != OK || done) {
             c->p = next;
             return rc;
@@ -455,7 +487,7 @@ op_from_tuple(Op *op, PyObject *t)
         op->size = INT_AT(1);
         op->kind = INT_AT(2);
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
-        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_PY ||
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_CHAR ||
             (op->kind != FX_PY && op->size > 8) || (op->kind == FX_PORT && op->size != 2))
             break;
         return PyErr_Occurred() ? -1 : 0;
@@ -935,7 +967,10 @@ format_plain(FormatterObject *self, PyObject *spec, PyObject *sample, long long 
     return r;
 }
 
-/* The decoder's cache entry for this event when it is a plain hit, else NULL (no error). */
+/* The decoder's cache entry for this event when it is a hit without activity ids, else
+ * NULL (no error), following EventHeaderDecoder.decode_parts: the first 12 event bytes key
+ * an entry whose metadata must follow them, or, when several metadata share those bytes,
+ * the length of the longer key (header, extension header, metadata) of the entry. */
 static PyObject *
 eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
 {
@@ -950,6 +985,19 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
         return NULL;
     PyObject *hit = PyDict_GetItemWithError(per_name, key);
     Py_DECREF(key);
+    if (hit != NULL && PyLong_CheckExact(hit)) { /* the marker: key by the whole prefix */
+        Py_ssize_t m = PyLong_AsSsize_t(hit);
+        if (m < 12 || off + m > len)
+            return NULL;
+        key = PyBytes_FromStringAndSize(data + off, m);
+        if (key == NULL)
+            return NULL;
+        hit = PyDict_GetItemWithError(per_name, key);
+        Py_DECREF(key);
+        if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5)
+            return NULL;
+        return Py_NewRef(hit);
+    }
     if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5)
         return NULL;
     PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);

@@ -35,9 +35,12 @@ __all__ = ["native_render"]
 
 # op codes and fixed-value kinds of _speedups.c
 _LIT, _FIXED, _STR, _ARRAY = 0, 1, 2, 3
-_UNSIGNED, _SIGNED, _HEX, _PORT, _PY = 0, 1, 2, 3, 4
+_UNSIGNED, _SIGNED, _HEX, _PORT, _PY, _CHAR = 0, 1, 2, 3, 4, 5
+_STR_ASCII, _STR_BOM = 1, 2
 #: string formatters that write printable ASCII as itself between quotes
-_ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json, v.bom_string_json)
+_ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json)
+#: single characters (``_inline_spec`` expressions) the C code writes when printable ASCII
+_CHARS = ("_L1[{}]", "_u16le({})", "_u16be({})", "_u32le({})", "_u32be({})")
 
 
 class _Unsupported(Exception):
@@ -133,7 +136,9 @@ class _Compiler:
             raise _Unsupported
         fmt = _string_text(d.encoding, unit, d.format, self.little)
         func = fmt.func if isinstance(fmt, partial) else fmt
-        return (_STR, unit, int(d.encoding in _ZSTRINGS), int(func in _ASCII_SAFE), fmt)
+        fast = (_STR_ASCII if func in _ASCII_SAFE
+                else _STR_ASCII | _STR_BOM if func is v.bom_string_json else 0)
+        return (_STR, unit, int(d.encoding in _ZSTRINGS), fast, fmt)
 
     def fixed_kind(self, encoding: int, size: int, fmt: int) -> tuple[int, object]:
         """(kind, Python formatter or None) as ``_inline_spec`` renders the value."""
@@ -144,6 +149,8 @@ class _Compiler:
             return _PORT, None  # a little-endian port, byte-swapped: network order
         if piece == b'"0x%X"':
             return _HEX, None
+        if expr in _CHARS:
+            return _CHAR, value_formatter(encoding, fmt, self.little)
         return _PY, value_formatter(encoding, fmt, self.little)
 
 

@@ -3,6 +3,7 @@ of the same metadata gives: output bytes, or the same EventHeaderError."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -98,8 +99,11 @@ def test_printable_ascii_strings_of_every_width_and_format(encoding, little):
             E.STRING_LENGTH16_CHAR32: 4}.get(encoding, 1)
     codec = {1: "latin-1", 2: "utf-16", 4: "utf-32"}[unit]
     suffix = "" if unit == 1 else ("-le" if little else "-be")
-    for text in (ASCII, b"", b"plain", b'say "hi"\\', b"tab\there", b"\x7f", b"\xe9t\xe9"):
-        units = text.decode("latin-1").encode(codec + suffix)
+    boms = (b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xff\xfe\0\0", b"\0\0\xfe\xff")
+    for bom, text in itertools.product(boms, (ASCII, b"", b"plain", b'say "hi"\\',
+                                              b"tab\there", b"\x7f", b"\xe9t\xe9")):
+        units = bom + text.decode("latin-1").encode(codec + suffix)
+        units += bytes(-len(units) % unit)
         zero = encoding in (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32)
         count = len(units) // unit
         value = units + bytes(unit) if zero else count.to_bytes(2, "little" if little
@@ -114,7 +118,7 @@ def test_integers_of_every_size_and_integer_format(little):
     rng = random.Random(3)
     for size, enc in ((1, E.VALUE8), (2, E.VALUE16), (4, E.VALUE32), (8, E.VALUE64)):
         for fmt in range(0, 20):
-            for value in (0, 1, 2 ** (8 * size) - 1, 2 ** (8 * size - 1),
+            for value in (0, 1, 0x41, 0x22, 0x7E, 0x7F, 2 ** (8 * size) - 1, 2 ** (8 * size - 1),
                           2 ** (8 * size - 1) - 1, rng.getrandbits(8 * size)):
                 raw = value.to_bytes(size, "little" if little else "big")
                 data = event([fd(b"v", enc, fmt), fd(b"a", enc, fmt, varray=True)],
