@@ -19,7 +19,7 @@ from .helpers import transcode_file
 
 R = RecordType
 
-_SCRIPT_RE = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\S+):(?:\s.*)?$")
+_SCRIPT_RE = re.compile(r"^\s*(-?\d+)/(-?\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\S+):(?:\s.*)?$")
 
 
 def _script_rows(text: str) -> list[tuple]:
@@ -29,7 +29,10 @@ def _script_rows(text: str) -> list[tuple]:
         m = _SCRIPT_RE.match(line)
         assert m, line
         pid, tid, cpu, sec, ns, name = m.groups()
-        rows.append((int(sec) * 10**9 + int(ns), int(cpu), int(pid), int(tid), name))
+        # the kernel writes pid/tid -1 for a task already exiting; perf script prints the
+        # u32 with %d, the reader (like perf-decode) keeps it unsigned
+        rows.append((int(sec) * 10**9 + int(ns), int(cpu), int(pid) & 0xFFFFFFFF,
+                     int(tid) & 0xFFFFFFFF, name))
     return rows
 
 
