@@ -29,7 +29,7 @@ _USER_EVENTS_HINT = ("this kernel has no user_events ({path} is missing): it nee
 @cache
 def find_tracefs() -> Path:
     """The tracefs mount point; KernelError saying how to mount it when there is none."""
-    if (DEFAULT_TRACEFS / "events").is_dir() or (DEFAULT_TRACEFS / "user_events_data").exists():
+    if _present(DEFAULT_TRACEFS / "events") or _present(DEFAULT_TRACEFS / "user_events_data"):
         return DEFAULT_TRACEFS
     found = mount_points(_read("/proc/mounts") or "")
     if found is None:
@@ -55,7 +55,7 @@ def mount_points(mounts: str) -> Path | None:
 def user_events_data_path() -> Path:
     """``<tracefs>/user_events_data``; KernelError when the kernel lacks user_events."""
     path = find_tracefs() / "user_events_data"
-    if not path.exists():
+    if not _present(path):
         raise KernelError(_USER_EVENTS_HINT.format(path=path))
     return path
 
@@ -93,7 +93,7 @@ def read_status() -> list[StatusEntry]:
     path = find_tracefs() / "user_events_status"
     text = _read(path)
     if text is None:
-        if not path.exists():
+        if not _present(path):
             raise KernelError(_USER_EVENTS_HINT.format(path=path))
         raise KernelError(f"cannot read {path}: {permission_hint()}")
     return parse_status(text)
@@ -104,7 +104,7 @@ def read_format(system: str, name: str) -> str:
     path = find_tracefs() / "events" / system / name / "format"
     text = _read(path)
     if text is None:
-        if not path.exists():
+        if not _present(path):
             raise KernelError(f"tracepoint {system}:{name} does not exist ({path} is missing)")
         raise KernelError(f"cannot read {path}: {permission_hint()}")
     return text
@@ -146,7 +146,10 @@ def _user_field(decl: str, size: int) -> str:
 
 def event_exists(system: str, name: str) -> bool:
     """True when ``events/<system>/<name>`` exists in tracefs."""
-    return (find_tracefs() / "events" / system / name).is_dir()
+    try:
+        return (find_tracefs() / "events" / system / name).is_dir()
+    except OSError:  # EACCES: a tracefs we may not look into
+        return False
 
 
 def list_events(system: str) -> list[str]:
@@ -168,6 +171,15 @@ def permission_hint() -> str:
             f"'sudo groupadd -f tracing; sudo mount -o remount,gid=tracing,mode=750 {root}; "
             f"sudo chmod g+rw {root}/user_events_data; sudo usermod -aG tracing $USER', "
             "then log in again")
+
+
+def _present(path: Path) -> bool:
+    """True when ``path`` exists, or is out of reach (EACCES: tracefs's root is 0700,
+    so the caller goes on and reports the permission problem)."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return True
 
 
 def _read(path: str | Path) -> str | None:

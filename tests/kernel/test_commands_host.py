@@ -3,6 +3,7 @@ touched, listing from a fake tracefs, signal handling, light imports."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -129,6 +130,32 @@ def test_register_file_errors_name_the_line(tmp_path, capsys):
     assert rc == 2 and f"{defs}:4:" in err
     rc, _, err = _run(capsys, "register", "-i", str(tmp_path / "missing.txt"))
     assert rc == 2 and "missing.txt: cannot read spec file" in err
+
+
+def test_a_tracefs_out_of_reach_gives_the_permission_hint(tmp_path, monkeypatch, capsys):
+    """Non-root, tracefs root mode 0700: every stat and open inside it is EACCES
+    (Path.exists raises that, it does not return False)."""
+    root = tmp_path / "tracing"
+
+    def denied(real):
+        def call(path, *args, **kwargs):
+            if str(path).startswith(f"{root}/"):
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return real(path, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(tracefs, "DEFAULT_TRACEFS", root)
+    monkeypatch.setattr(os, "stat", denied(os.stat))
+    monkeypatch.setattr(os, "open", denied(os.open))
+    tracefs.find_tracefs.cache_clear()
+    try:
+        for argv in (["register", "--no-wait", "P_L1K1"], ["list"], ["unregister", "P_L1K1"]):
+            rc, _, err = _run(capsys, *argv)
+            assert rc == 4, err
+            assert "permission denied; run as root, or let a 'tracing' group" in err, err
+            assert f"remount,gid=tracing,mode=750 {root};" in err and err.count("\n") == 1
+    finally:
+        tracefs.find_tracefs.cache_clear()
 
 
 @pytest.mark.skipif(Path("/sys/kernel/tracing/user_events_data").exists(),
