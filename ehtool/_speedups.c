@@ -4,7 +4,8 @@
  *             Sample tuples (ehtool.perfdata.hotpath.make_run_scanner in Python).
  * Plan     -- renders the payload of one EventHeader metadata as JSON by interpreting
  *             a flat op list (ehtool.eventheader.cplan compiles it from the same field
- *             definitions as the generated Python renderer).
+ *             definitions as the generated Python renderer); render_record does the
+ *             same for a plain tracepoint record (ehtool.output.tracefs_fields).
  * Formatter -- the per-sample loop of SampleFormatter.format_many for its two hot
  *             cases (plain tracepoints and EventHeader cache hits, UTC times); every
  *             other sample goes to the Python handler made for its event.
@@ -161,7 +162,7 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 /* Plan: EventHeader payload renderer                                                 */
 /* ================================================================================== */
 
-enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3 };
+enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3, OP_SEEK = 4, OP_CSTR = 5, OP_CALL = 6 };
 enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5 };
 /* STR flags */
 enum { STR_ASCII = 1, STR_BOM = 2 };
@@ -172,10 +173,11 @@ typedef struct {
     int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
                         STR_BOM: after a leading BOM, which picks the unit size and order */
-    int count;       /* ARRAY: constant count, 0 when it is in the payload */
+    int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
-    PyObject *obj;   /* LIT: bytes; FIXED/STR: the Python formatter (bytes -> bytes) */
+    PyObject *obj;   /* LIT: bytes; FIXED/STR/CSTR: the Python formatter (bytes -> bytes);
+                        CALL: a Python getter of the whole record (raw -> bytes) */
     PyObject *open, *sep, *close, *empty; /* ARRAY: bytes */
 } Op;
 
@@ -185,15 +187,18 @@ typedef struct {
     Py_ssize_t nops;
     int little;
     long budget; /* MoveNext steps left for the dynamic part (limit - static) */
-    PyObject *fallback; /* the Python renderer: render(data, p, o) */
+    Py_ssize_t min_len; /* render_record: shorter records go to the fallback */
+    PyObject *fallback; /* the Python renderer: render(data, p, o) or render(raw) */
 } PlanObject;
 
 /* Failure codes of the interpreter: FAIL_PY means a Python exception is set. */
 enum { OK = 0, FAIL_DEFER = 1, FAIL_PY = 2 };
 
 typedef struct {
+    PyObject *object; /* the data as a Python object (for CALL) */
     const unsigned char *data;
     Py_ssize_t len;
+    Py_ssize_t base; /* where rendering started (SEEK offsets count from it) */
     Py_ssize_t p;
     long steps;
     int little;
@@ -364,6 +369,41 @@ run_string(Ctx *c, const Op *op)
     return rc;
 }
 
+/* A tracefs char array of op->size bytes at c->p: the bytes up to the first NUL. */
+static int
+run_cstr(Ctx *c, const Op *op)
+{
+    if (c->p + op->size > c->len)
+        return FAIL_DEFER;
+    const unsigned char *q = c->data + c->p;
+    const unsigned char *nul = memchr(q, 0, op->size);
+    Py_ssize_t n = nul != NULL ? nul - q : op->size;
+    int done;
+    int rc = try_ascii(c, 1, 1, c->p, n, &done);
+    if (rc == OK && !done)
+        rc = call_formatter(c, op->obj, c->p, n);
+    c->p += op->size;
+    return rc;
+}
+
+static int
+run_call(Ctx *c, const Op *op)
+{
+    PyObject *r = PyObject_CallOneArg(op->obj, c->object);
+    if (r == NULL)
+        return FAIL_PY; /* as the Python renderer, which calls the same getter */
+    int rc = OK;
+    if (!PyBytes_Check(r)) {
+        PyErr_SetString(PyExc_TypeError, "a field getter must return bytes");
+        rc = FAIL_PY;
+    }
+    else if (out_put_bytes(&c->out, r) < 0) {
+        rc = FAIL_PY;
+    }
+    Py_DECREF(r);
+    return rc;
+}
+
 static int run_ops(Ctx *c, const Op *ops, Py_ssize_t nops);
 
 static int
@@ -413,6 +453,16 @@ run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
         case OP_STR:
             rc = run_string(c, op);
             break;
+        case OP_SEEK:
+            c->p = c->base + op->count;
+            rc = OK;
+            break;
+        case OP_CSTR:
+            rc = run_cstr(c, op);
+            break;
+        case OP_CALL:
+            rc = run_call(c, op);
+            break;
         default:
             rc = run_array(c, op);
             i += op->body;
@@ -436,9 +486,10 @@ Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (p == -1 && PyErr_Occurred())
         return NULL;
     Ctx c;
+    c.object = args[0];
     c.data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     c.len = PyBytes_GET_SIZE(args[0]);
-    c.p = p;
+    c.base = c.p = p;
     c.steps = 0;
     c.little = self->little;
     c.budget = self->budget;
@@ -449,6 +500,30 @@ Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
         result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
     else if (rc == FAIL_DEFER)
         result = PyObject_Vectorcall(self->fallback, args, 3, NULL);
+    out_free(&c.out);
+    return result;
+}
+
+static PyObject *
+Plan_render_record(PlanObject *self, PyObject *raw)
+{
+    if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) < self->min_len)
+        return PyObject_CallOneArg(self->fallback, raw);
+    Ctx c;
+    c.object = raw;
+    c.data = (const unsigned char *)PyBytes_AS_STRING(raw);
+    c.len = PyBytes_GET_SIZE(raw);
+    c.base = c.p = 0;
+    c.steps = 0;
+    c.little = self->little;
+    c.budget = self->budget;
+    out_init(&c.out);
+    int rc = run_ops(&c, self->ops, self->nops);
+    PyObject *result = NULL;
+    if (rc == OK)
+        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+    else if (rc == FAIL_DEFER)
+        result = PyObject_CallOneArg(self->fallback, raw);
     out_free(&c.out);
     return result;
 }
@@ -464,7 +539,8 @@ need_bytes(PyObject *o, const char *what)
 }
 
 /* One op from its tuple: (LIT, bytes) | (FIXED, size, kind, formatter)
- * | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty) */
+ * | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty)
+ * | (SEEK, offset) | (CSTR, size, formatter) | (CALL, getter) */
 static int
 op_from_tuple(Op *op, PyObject *t)
 {
@@ -501,6 +577,22 @@ op_from_tuple(Op *op, PyObject *t)
         if (op->size != 1 && op->size != 2 && op->size != 4)
             break;
         return PyErr_Occurred() ? -1 : 0;
+    case OP_SEEK:
+        op->count = INT_AT(1);
+        if (op->count < 0)
+            break;
+        return PyErr_Occurred() ? -1 : 0;
+    case OP_CSTR:
+        if (n != 3)
+            break;
+        op->size = INT_AT(1);
+        op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 2));
+        if (op->size < 1)
+            break;
+        return PyErr_Occurred() ? -1 : 0;
+    case OP_CALL:
+        op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+        return 0;
     case OP_ARRAY:
         if (n != 8)
             break;
@@ -575,18 +667,20 @@ check_bodies(const Op *ops, Py_ssize_t nops)
 static PyObject *
 Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"ops", "little", "budget", "fallback", NULL};
+    static char *kwlist[] = {"ops", "little", "budget", "fallback", "min_len", NULL};
     PyObject *ops_list, *fallback;
     int little;
     long budget;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!plO", kwlist, &PyList_Type, &ops_list,
-                                     &little, &budget, &fallback))
+    Py_ssize_t min_len = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!plO|n", kwlist, &PyList_Type, &ops_list,
+                                     &little, &budget, &fallback, &min_len))
         return NULL;
     PlanObject *self = (PlanObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     self->little = little;
     self->budget = budget;
+    self->min_len = min_len;
     self->fallback = Py_NewRef(fallback);
     Py_ssize_t n = PyList_GET_SIZE(ops_list);
     self->ops = PyMem_Calloc(n ? n : 1, sizeof(Op));
@@ -613,6 +707,8 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyMethodDef Plan_methods[] = {
     {"render", (PyCFunction)(void (*)(void))Plan_render, METH_FASTCALL,
      "render(data, p, o) -> bytes: the JSON members of the payload at data[p:]"},
+    {"render_record", (PyCFunction)Plan_render_record, METH_O,
+     "render_record(raw) -> bytes: the JSON members of a tracefs record"},
     {NULL},
 };
 
@@ -621,7 +717,7 @@ static PyTypeObject PlanType = {
     .tp_name = "ehtool._speedups.Plan",
     .tp_basicsize = sizeof(PlanObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Plan(ops, little, budget, fallback): an EventHeader payload renderer",
+    .tp_doc = "Plan(ops, little, budget, fallback, min_len=0): a payload or record renderer",
     .tp_new = Plan_new,
     .tp_dealloc = (destructor)Plan_dealloc,
     .tp_traverse = (traverseproc)Plan_traverse,

@@ -104,7 +104,29 @@ def _compiled_renderer(fields: list[FieldFormat], parts: list, order: str) -> Re
            f"    v = unpack_from(raw)\n"
            f"    return template % ({', '.join(args)},)\n")
     exec(compile(src, "<tracefs renderer>", "exec"), env)  # noqa: S102
-    return env["render"]
+    return _native_renderer(fields, parts, slots, end, order, env["render"]) or env["render"]
+
+
+def _native_renderer(fields: list[FieldFormat], parts: list, slots: dict[int, int], end: int,
+                     order: str, render: Renderer) -> Renderer | None:
+    """The C version of the generated ``render`` (``_speedups.Plan.render_record``): the
+    same members from the same offsets; records shorter than ``end`` go to ``render``."""
+    from ehtool.speedups import load
+
+    speedups = load()
+    if speedups is None:
+        return None
+    ops: list[tuple] = []
+    for f, (key, get) in zip(fields, parts, strict=True):
+        ops.append((0, key))  # LIT
+        if id(f) not in slots:
+            ops.append((6, get))  # CALL: the field's getter on the whole record
+        elif f.format == STRING:
+            ops += [(4, f.offset), (5, f.size, latin1_json)]  # SEEK, CSTR
+        else:
+            kind = 2 if f.format in (HEX, NONE) else 1 if _code(f).islower() else 0
+            ops += [(4, f.offset), (1, f.element_size, kind, None)]  # SEEK, FIXED
+    return speedups.Plan(ops, order == "<", 0, render, end).render_record
 
 
 def _is_fast(f: FieldFormat) -> bool:
