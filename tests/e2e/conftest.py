@@ -11,8 +11,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import select
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,3 +88,43 @@ def perf_session(events: list[str], out: Path) -> Iterator[object]:
     finally:
         session.stop()
         session.close()
+
+
+@contextmanager
+def perf_record(events: list[str], out: Path, timeout: float = 60) -> Iterator[subprocess.Popen]:
+    """Plain ``perf record -a -e EVENT...`` (not ehtool's supervisor), enabled when the
+    block starts: started with ``-D -1 --control fifo:CTL,ACK``, then ``enable`` is
+    sent and perf's ``ack`` awaited (the FIFOs live under /tmp: 9p shares have none).
+    Stopped with SIGINT at the end; perf's exit status is in ``returncode``."""
+    fifo_dir = Path(tempfile.mkdtemp(prefix="ehtool-e2e-perf-", dir="/tmp"))
+    ctl, ack = fifo_dir / "ctl", fifo_dir / "ack"
+    os.mkfifo(ctl, 0o600)
+    os.mkfifo(ack, 0o600)
+    ctl_fd = os.open(ctl, os.O_RDWR | os.O_NONBLOCK)
+    ack_fd = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+    argv = ["perf", "record", "-a", "-D", "-1", "--control", f"fifo:{ctl},{ack}",
+            "-o", str(out)]
+    for event in events:
+        argv += ["-e", event]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        os.write(ctl_fd, b"enable\n")
+        received, deadline = b"", time.monotonic() + timeout
+        while b"ack" not in received and proc.poll() is None and time.monotonic() < deadline:
+            if select.select([ack_fd], [], [], 0.1)[0]:
+                received += os.read(ack_fd, 64)
+        if b"ack" not in received:
+            why = proc.stderr.read() if proc.poll() is not None else "no 'ack' in time"
+            raise AssertionError(f"perf did not enable its events: {why}")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        os.close(ctl_fd)
+        os.close(ack_fd)
+        shutil.rmtree(fifo_dir, ignore_errors=True)
