@@ -40,7 +40,9 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
     (MyProvider_L5K1, MyProvider_L5K3ffGmygroup) and gets the standard
     EventHeader fields; one with whitespace is a full user_events definition
     ('MyEvent u32 count; char[16] name', 'MyEvent ;' for no fields). Every
-    definition is checked before any is registered.
+    definition is checked before any is registered, also against the events the
+    kernel already has; when one still fails, none is left registered (with
+    --persist, the events this call created are deleted again).
 
     With --wait (the default) the registered tracepoint names are printed one a
     line on stdout, then ehtool holds them until SIGINT or SIGTERM, unregisters
