@@ -1,11 +1,13 @@
 """Decode speed and memory: ehtool decode vs perf script on 1,000,000-event files.
 
-    python3 bench/bench_decode.py [--events N] [--keep DIR]
+    python3 bench/bench_decode.py [--events N] [--keep DIR] [--repeat N]
 
-Builds (with the project's own perf.data writer) a file of EventHeader events by
-replaying the golden recording's samples with shifted timestamps, and a
-sched_switch file from examples/sched.data, then times ``ehtool decode`` to
-/dev/null and ``perf script`` on each and prints events/s and peak RSS.
+Builds with the project's own perf.data writer, by replaying samples with shifted
+timestamps: ``eventheader`` (only the EventHeader samples of the reference
+recording: every field type), ``mix`` (all its samples: EventHeader and
+sched_switch) and ``sched_switch`` (examples/sched.data). Then times ``ehtool
+decode`` to /dev/null (also in pure Python, ``EHTOOL_PURE=1``, when the C hot loops
+are built) and ``perf script`` on each, and prints events/s and peak RSS.
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ print(total, eh)
 _BUILD = """
 import sys
 from ehtool.perfdata.writer import replay_samples
-replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), attr_size=128)
+only_eh = sys.argv[4] == "eventheader"
+replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), attr_size=128,
+               select=lambda s: (s.desc.format is not None
+                                 and s.desc.format.eventheader_offset is not None)
+               if only_eh else None)
 """
 
 
@@ -76,7 +82,7 @@ def main() -> None:
     work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     files = {}
-    for label, src in (("eventheader", GOLDEN), ("sched_switch", SCHED)):
+    for label, src in (("eventheader", GOLDEN), ("mix", GOLDEN), ("sched_switch", SCHED)):
         if not src.exists():
             print(f"{label}: source {src} missing, skipped")
             continue
@@ -84,16 +90,22 @@ def main() -> None:
         if not dst.exists():
             t = time.perf_counter()
             # attrs at 128 bytes: Debian's perf 6.1 refuses the newer 136-byte attrs
-            in_subprocess(_BUILD, src, dst, args.events)
+            in_subprocess(_BUILD, src, dst, args.events, label)
             print(f"built {dst} ({dst.stat().st_size / 1e6:.0f} MB) in "
                   f"{time.perf_counter() - t:.1f} s")
         files[label] = dst
     perf = shutil.which("perf")
+    native = in_subprocess("from ehtool.speedups import load; print(load() is not None)")
+    native = native.strip() == "True"
+    print(f"C hot loops (ehtool._speedups): {'built' if native else 'not built'}")
     print(f"\n{'file':14} {'tool':22} {'events/s':>12} {'seconds':>8} {'peak RSS':>9}"
           f"  (median of {args.repeat}; best events/s)")
     for label, path in files.items():
         total, eh = count_samples(path)
-        tools = [("ehtool decode", [sys.executable, "-m", "ehtool", "decode", str(path)])]
+        decode = [sys.executable, "-m", "ehtool", "decode", str(path)]
+        tools = [("ehtool decode", decode)]
+        if native:
+            tools.append(("ehtool decode (pure)", ["env", "EHTOOL_PURE=1", *decode]))
         if perf:
             tools.append(("perf script", [perf, "script", "-i", str(path)]))
         for name, argv in tools:

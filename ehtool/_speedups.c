@@ -952,6 +952,8 @@ static PyTypeObject ScannerType = {
  * The meta object is the UTC template of SampleFormatter (time, cpu, pid, tid, extra);
  * when the session clock has no UTC offset every sample goes to its handler. */
 
+static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute names */
+
 typedef struct {
     PyObject_HEAD
     PyObject *handlers; /* dict: EventDesc -> spec tuple or callable */
@@ -1139,8 +1141,8 @@ format_eventheader(FormatterObject *self, PyObject *spec, PyObject *sample, long
         PyErr_Clear(); /* a malformed event: the handler falls back and warns */
         return call1(handler, sample);
     }
-    PyObject *name = PyObject_GetAttrString(info, "name_json");
-    PyObject *meta = PyObject_GetAttrString(info, "meta");
+    PyObject *name = PyObject_GetAttr(info, str_name_json);
+    PyObject *meta = PyObject_GetAttr(info, str_meta);
     Py_DECREF(info);
     PyObject *r = NULL;
     if (name != NULL && meta != NULL) {
@@ -1178,7 +1180,7 @@ Formatter_format_many(FormatterObject *self, PyObject *samples)
         PyErr_SetString(PyExc_TypeError, "format_many takes a list of samples");
         return NULL;
     }
-    PyObject *offset = PyObject_GetAttrString(self->clock, "offset_ns");
+    PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
     if (offset == NULL)
         return NULL;
     int utc = offset != Py_None;
@@ -1326,6 +1328,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    str_name_json = PyUnicode_InternFromString("name_json");
+    str_meta = PyUnicode_InternFromString("meta");
+    str_offset_ns = PyUnicode_InternFromString("offset_ns");
+    if (str_name_json == NULL || str_meta == NULL || str_offset_ns == NULL)
+        return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0 ||
         PyType_Ready(&FormatterType) < 0)
         return NULL;

@@ -20,10 +20,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from collections.abc import Mapping
-from typing import Any, BinaryIO
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import construct as c
+
+if TYPE_CHECKING:
+    from ehtool.perfdata.records import Sample
 
 from ehtool.perfdata.grammar import (
     ATTR_FLAG_BITS,
@@ -349,13 +352,15 @@ def transcode_file(src_path: str | os.PathLike, dst_path: str | os.PathLike, *,
 
 
 def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, count: int, *,
-                   round_every: int = 4096, attr_size: int | None = None) -> int:
+                   round_every: int = 4096, attr_size: int | None = None,
+                   select: Callable[[Sample], bool] | None = None) -> int:
     """Write ``count`` samples by repeating the samples of ``src_path`` with shifted times.
 
     Metadata (events, names, tracing data, clock) is copied; a FINISHED_ROUND
     follows every ``round_every`` samples. ``attr_size`` writes the attrs at that
-    size (e.g. 128 for perf 6.1, which refuses newer, bigger attrs). Returns the
-    number of samples written.
+    size (e.g. 128 for perf 6.1, which refuses newer, bigger attrs); ``select``
+    keeps only the source samples it returns True for. Returns the number of
+    samples written.
     """
     from ehtool.perfdata.hotpath import sample_prefix
     from ehtool.perfdata.reader import PerfDataFile
@@ -366,6 +371,8 @@ def replay_samples(src_path: str | os.PathLike, dst_path: str | os.PathLike, cou
         protos: list[tuple[bytearray, int | None, int]] = []
         assert f._mm is not None
         for s in f.samples(order="file"):
+            if select is not None and not select(s):
+                continue
             size = size_of(f._mm, s.offset + 6)[0]
             layout = sample_prefix(g, s.desc.attr.sample_type, s.desc.attr.read_format)
             protos.append((bytearray(f._mm[s.offset:s.offset + size]),
