@@ -206,9 +206,11 @@ def test_live_decode_prints_an_early_event_while_recording(tmp_path):
         line = proc.stderr.readline()
         assert b"recording (for 8 s)" in line, line + proc.stderr.read()
         subprocess.run([str(probe)], check=True)
-        seen = None
-        for line in proc.stdout:  # each line as it arrives
-            if str(probe).encode() in line:
+        seen, got = None, b""
+        # bytes as they arrive: the document's last event line ends only with the next one
+        while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+            got += chunk
+            if str(probe).encode() in got:
                 seen = time.monotonic()
                 break
         assert seen is not None, "the event was never printed"
