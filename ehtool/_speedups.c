@@ -163,16 +163,18 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 /* ================================================================================== */
 
 enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3, OP_SEEK = 4, OP_CSTR = 5, OP_CALL = 6 };
-enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5 };
+enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5,
+       FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8 };
 /* STR flags */
-enum { STR_ASCII = 1, STR_BOM = 2 };
+enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4 };
 
 typedef struct {
     int op;
     int size;        /* FIXED: value size; STR: code-unit size */
     int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
-                        STR_BOM: after a leading BOM, which picks the unit size and order */
+                        STR_BOM: after a leading BOM, which picks the unit size and order;
+                        STR_HEX: the bytes as hex pairs (output.values.hex_bytes) */
     int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
@@ -205,6 +207,44 @@ typedef struct {
     long budget;
     Out out;
 } Ctx;
+
+/* ``"01 ab ff"``: lowercase pairs separated by spaces (output.values.hex_bytes) */
+static int
+put_hex_bytes(Out *o, const unsigned char *q, Py_ssize_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    if (out_reserve(o, 3 * n + 2) < 0)
+        return FAIL_PY;
+    char *w = o->data + o->len;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i)
+            *w++ = ' ';
+        *w++ = digits[q[i] >> 4];
+        *w++ = digits[q[i] & 15];
+    }
+    *w++ = '"';
+    o->len = w - o->data;
+    return OK;
+}
+
+/* ``"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"`` in stored byte order (output.values.uuid_json) */
+static int
+put_uuid(Out *o, const unsigned char *q)
+{
+    static const char digits[] = "0123456789abcdef";
+    char text[38];
+    int w = 0;
+    text[w++] = '"';
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            text[w++] = '-';
+        text[w++] = digits[q[i] >> 4];
+        text[w++] = digits[q[i] & 15];
+    }
+    text[w++] = '"';
+    return out_put(o, text, w) < 0 ? FAIL_PY : OK;
+}
 
 static int
 call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
@@ -246,6 +286,20 @@ run_fixed(Ctx *c, const Op *op)
         break;
     case FX_PORT: /* network byte order whatever the event's */
         rc = out_put_u64(&c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
+        break;
+    case FX_BOOL: { /* false, true, else the value as a signed 32-bit decimal */
+        uint64_t v = read_uint(q, size, c->little);
+        if (v <= 1)
+            rc = out_put(&c->out, v ? "true" : "false", v ? 4 : 5) < 0 ? FAIL_PY : OK;
+        else
+            rc = out_put_i64(&c->out, (int32_t)(uint32_t)v) < 0 ? FAIL_PY : OK;
+        break;
+    }
+    case FX_HEXBYTES:
+        rc = put_hex_bytes(&c->out, q, size);
+        break;
+    case FX_UUID:
+        rc = size == 16 ? put_uuid(&c->out, q) : call_formatter(c, op->obj, c->p, size);
         break;
     case FX_CHAR: { /* one character: printable ASCII here, the rest by the formatter */
         uint64_t v = read_uint(q, size, c->little);
@@ -339,6 +393,11 @@ run_string(Ctx *c, const Op *op)
     int rc = string_bounds(c, op, &start, &n, &next);
     if (rc != OK)
         return rc;
+    if (op->fast & STR_HEX) {
+        rc = put_hex_bytes(&c->out, c->data + start, n);
+        c->p = next;
+        return rc;
+    }
     if (op->fast) {
         int done, unit = op->size, little = c->little;
         Py_ssize_t text = start, chars = n;
@@ -563,8 +622,10 @@ op_from_tuple(Op *op, PyObject *t)
         op->size = INT_AT(1);
         op->kind = INT_AT(2);
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
-        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_CHAR ||
-            (op->kind != FX_PY && op->size > 8) || (op->kind == FX_PORT && op->size != 2))
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_UUID ||
+            (op->size > 8 && op->kind != FX_PY && op->kind != FX_HEXBYTES &&
+             op->kind != FX_UUID) ||
+            (op->kind == FX_PORT && op->size != 2))
             break;
         return PyErr_Occurred() ? -1 : 0;
     case OP_STR:

@@ -35,8 +35,8 @@ __all__ = ["native_render"]
 
 # op codes and fixed-value kinds of _speedups.c
 _LIT, _FIXED, _STR, _ARRAY = 0, 1, 2, 3
-_UNSIGNED, _SIGNED, _HEX, _PORT, _PY, _CHAR = 0, 1, 2, 3, 4, 5
-_STR_ASCII, _STR_BOM = 1, 2
+_UNSIGNED, _SIGNED, _HEX, _PORT, _PY, _CHAR, _BOOL, _HEXBYTES, _UUID = range(9)
+_STR_ASCII, _STR_BOM, _STR_HEX = 1, 2, 4
 #: string formatters that write printable ASCII as itself between quotes
 _ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json)
 #: single characters (``_inline_spec`` expressions) the C code writes when printable ASCII
@@ -137,7 +137,8 @@ class _Compiler:
         fmt = _string_text(d.encoding, unit, d.format, self.little)
         func = fmt.func if isinstance(fmt, partial) else fmt
         fast = (_STR_ASCII if func in _ASCII_SAFE
-                else _STR_ASCII | _STR_BOM if func is v.bom_string_json else 0)
+                else _STR_ASCII | _STR_BOM if func is v.bom_string_json
+                else _STR_HEX if func is v.hex_bytes else 0)
         return (_STR, unit, int(d.encoding in _ZSTRINGS), fast, fmt)
 
     def fixed_kind(self, encoding: int, size: int, fmt: int) -> tuple[int, object]:
@@ -151,6 +152,12 @@ class _Compiler:
             return _HEX, None
         if expr in _CHARS:
             return _CHAR, value_formatter(encoding, fmt, self.little)
+        if expr.startswith("_bool("):
+            return _BOOL, None
+        if expr == "_hexb({})":
+            return _HEXBYTES, None
+        if expr == "_uuid({})":
+            return _UUID, value_formatter(encoding, fmt, self.little)
         return _PY, value_formatter(encoding, fmt, self.little)
 
 
