@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
 
 
 def _error(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         sys.stdout.flush()
     print(message, file=sys.stderr, flush=True)
 

@@ -142,8 +142,10 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         options.prefilter = selection.prefilter
         if selection.needs_event():
             options.select = selection.select
+    if output is None and sys.stdout is None:
+        raise click.UsageError("standard output is closed; write to a file with -o FILE")
     bar = None
-    if not quiet and sys.stderr.isatty():
+    if not quiet and sys.stderr is not None and sys.stderr.isatty():
         from ehtool.cli.progress import ProgressBar
 
         bar = options.progress = ProgressBar(sys.stderr, "decoding")

@@ -67,6 +67,7 @@ class TracepointHolder:
             if spec.kind is SpecKind.IDENTIFIER:
                 missing_ids.append(spec)
             else:
+                _check_registrable(spec)
                 to_register.append(spec)
         if missing_ids:
             names = ", ".join(spec.tracepoint for spec in missing_ids)
@@ -131,3 +132,17 @@ def _default_open() -> Callable[[], Any]:
     except ImportError as exc:  # pragma: no cover - the kernel package is not there yet
         raise KernelError(f"cannot register tracepoints: {exc}") from None
     return UserEvents.open
+
+
+def _check_registrable(spec: TracepointSpec) -> None:
+    """SpecError for an EventHeader name ehtool must not register as given: one no
+    producer writes to (``P_L05K1``: producers write ``P_L5K1``; see names.parse)."""
+    if spec.kind is not SpecKind.EVENTHEADER:
+        return
+    from ehtool.eventheader.names import InvalidNameError, parse
+
+    try:
+        parse(spec.name, canonical=True)
+    except InvalidNameError as exc:
+        where = f"{spec.source}: " if spec.source else ""
+        raise SpecError(f"{where}{exc}") from None

@@ -66,6 +66,19 @@ def test_usage_errors_exit_2():
     assert done.returncode == 2 and b"unknown meta key" in done.stderr
 
 
+def test_closed_stdout_is_a_usage_error_without_traceback(tmp_path):
+    """``ehtool decode x >&-``: Python sees no stdout at all."""
+    closed = subprocess.run(f"{sys.executable} -m ehtool decode {SAMPLE} >&-", shell=True,
+                            capture_output=False, stderr=subprocess.PIPE, cwd=REPO)
+    err = closed.stderr.decode()
+    assert closed.returncode == 2 and "standard output is closed" in err
+    assert "Traceback" not in err and "internal error" not in err
+    out = tmp_path / "out.json"
+    to_file = subprocess.run(f"{sys.executable} -m ehtool decode -o {out} {SAMPLE} >&-",
+                             shell=True, stderr=subprocess.PIPE, cwd=REPO)
+    assert to_file.returncode == 0 and json.loads(out.read_bytes())
+
+
 def test_pipe_mode_from_stdin():
     pipe = REPO / "tests" / "data" / "sched-pipe.data"
     if not pipe.exists():

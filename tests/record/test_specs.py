@@ -133,3 +133,16 @@ def test_merge_specs():
     assert merge_specs([a, ident]) == [a]
     with pytest.raises(SpecError, match="different definitions"):
         merge_specs([parse_spec("Ev u32 a"), parse_spec("Ev u64 a")])
+
+
+def test_record_refuses_to_register_a_name_no_producer_writes_to():
+    """P_L05K1 is EventHeader for decoders, but producers write P_L5K1: record registers
+    only canonical names (as register does), and uses an existing one as it is."""
+    from ehtool.record.tracepoints import TracepointHolder
+
+    spec = parse_spec("P_L05K1", "argument 1")
+    with pytest.raises(SpecError, match=r"argument 1: .*'P_L5K1'"):
+        TracepointHolder([spec], exists=lambda system, name: False).plan()
+    assert TracepointHolder([spec], exists=lambda system, name: True).plan() == []
+    ok = parse_spec("P_L5K1", "argument 1")
+    assert TracepointHolder([ok], exists=lambda system, name: False).plan() == [ok]
