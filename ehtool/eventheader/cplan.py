@@ -25,6 +25,7 @@ from ehtool.eventheader.plan import (
     UNIT_SIZES,
     _inline_spec,
     _string_text,
+    member_key,
     value_formatter,
 )
 from ehtool.output import values as v
@@ -73,14 +74,9 @@ class _Compiler:
     def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
                 top: bool = False) -> int:
         """Ops of an object's members; returns the static MoveNext steps."""
-        s = self.style
         steps = 0
         for i, d in enumerate(defs):
-            name = d.name
-            if d.tag and s.field_tags:
-                name += b";tag=0x%X" % d.tag
-            prefix = s.sep if top or i else s.first
-            _literal(ops, prefix + v.utf8_json(name) + s.colon)
+            _literal(ops, member_key(d, self.style, first=not (top or i)))
             steps += self.value(d, ops, depth)
         return steps
 

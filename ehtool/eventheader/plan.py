@@ -220,6 +220,14 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
                 defs, fast or render, source, py_render=render)
 
 
+def member_key(d: FieldDef, style: JsonStyle, first: bool) -> bytes:
+    """``, "name;tag=0xN": `` (``first``: the object's first member) in ``style``."""
+    name = d.name
+    if d.tag and style.field_tags:
+        name += b";tag=0x%X" % d.tag
+    return (style.first if first else style.sep) + v.utf8_json(name) + style.colon
+
+
 class _Part:
     """One template slot: ``piece`` (``%d``, ``%s``, ...) filled with ``expr``."""
 
@@ -338,14 +346,9 @@ class _Generator:
                 depth: int, top: bool = False) -> int:
         """Members of an object (top level: each prefixed with ``sep``); returns the
         static MoveNext step count."""
-        s = self.style
         steps = 0
         for i, d in enumerate(defs):
-            name = d.name
-            if d.tag and s.field_tags:
-                name += b";tag=0x%X" % d.tag
-            prefix = s.sep if top or i else s.first
-            parts.append(prefix + v.utf8_json(name) + s.colon)
+            parts.append(member_key(d, self.style, first=not (top or i)))
             steps += self.value(d, parts, indent, depth)
         return steps
 
