@@ -9,6 +9,14 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+# The op list of ``_speedups.Plan`` (see its C source): op codes ...
+OP_LIT, OP_FIXED, OP_STR, OP_ARRAY, OP_SEEK, OP_CSTR, OP_CALL = range(7)
+# ... how an OP_FIXED value is written ...
+(FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_PY, FX_CHAR, FX_BOOL, FX_HEXBYTES,
+ FX_UUID) = range(9)
+# ... and what OP_STR may write itself (flags)
+STR_ASCII, STR_BOM, STR_HEX = 1, 2, 4
+
 
 def load() -> ModuleType | None:
     """The compiled module, or None when disabled or not built."""

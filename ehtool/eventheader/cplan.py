@@ -30,14 +30,27 @@ from ehtool.eventheader.plan import (
 )
 from ehtool.output import values as v
 from ehtool.output.style import JsonStyle
-from ehtool.speedups import load
+from ehtool.speedups import (
+    FX_BOOL,
+    FX_CHAR,
+    FX_HEX,
+    FX_HEXBYTES,
+    FX_PORT,
+    FX_PY,
+    FX_SIGNED,
+    FX_UNSIGNED,
+    FX_UUID,
+    OP_ARRAY,
+    OP_FIXED,
+    OP_LIT,
+    OP_STR,
+    STR_ASCII,
+    STR_BOM,
+    STR_HEX,
+    load,
+)
 
 __all__ = ["native_render"]
-
-# op codes and fixed-value kinds of _speedups.c
-_LIT, _FIXED, _STR, _ARRAY = 0, 1, 2, 3
-_UNSIGNED, _SIGNED, _HEX, _PORT, _PY, _CHAR, _BOOL, _HEXBYTES, _UUID = range(9)
-_STR_ASCII, _STR_BOM, _STR_HEX = 1, 2, 4
 #: string formatters that write printable ASCII as itself between quotes
 _ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json)
 #: single characters (``_inline_spec`` expressions) the C code writes when printable ASCII
@@ -119,46 +132,46 @@ class _Compiler:
                 per = 2
         else:
             body.append(self.scalar(d))
-        ops.append((_ARRAY, n, per, body, b"[" + s.first, s.sep, s.close_arr, s.empty_arr))
+        ops.append((OP_ARRAY, n, per, body, b"[" + s.first, s.sep, s.close_arr, s.empty_arr))
         return 2 + n if n and d.encoding != E.STRUCT else 2
 
     def scalar(self, d: FieldDef) -> tuple:
         """The op of one fixed-size or string value (an element, for arrays)."""
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
-            return (_FIXED, size, *self.fixed_kind(d.encoding, size, d.format))
+            return (OP_FIXED, size, *self.fixed_kind(d.encoding, size, d.format))
         unit = UNIT_SIZES.get(d.encoding)
         if unit is None:
             raise _Unsupported
         fmt = _string_text(d.encoding, unit, d.format, self.little)
         func = fmt.func if isinstance(fmt, partial) else fmt
-        fast = (_STR_ASCII if func in _ASCII_SAFE
-                else _STR_ASCII | _STR_BOM if func is v.bom_string_json
-                else _STR_HEX if func is v.hex_bytes else 0)
-        return (_STR, unit, int(d.encoding in _ZSTRINGS), fast, fmt)
+        fast = (STR_ASCII if func in _ASCII_SAFE
+                else STR_ASCII | STR_BOM if func is v.bom_string_json
+                else STR_HEX if func is v.hex_bytes else 0)
+        return (OP_STR, unit, int(d.encoding in _ZSTRINGS), fast, fmt)
 
     def fixed_kind(self, encoding: int, size: int, fmt: int) -> tuple[int, object]:
         """(kind, Python formatter or None) as ``_inline_spec`` renders the value."""
         code, piece, expr = _inline_spec(size, fmt, self.little)
         if piece == b"%d" and expr == "{}":
-            return (_SIGNED if code.islower() else _UNSIGNED), None
+            return (FX_SIGNED if code.islower() else FX_UNSIGNED), None
         if piece == b"%d" and "<< 8" in expr:
-            return _PORT, None  # a little-endian port, byte-swapped: network order
+            return FX_PORT, None  # a little-endian port, byte-swapped: network order
         if piece == b'"0x%X"':
-            return _HEX, None
+            return FX_HEX, None
         if expr in _CHARS:
-            return _CHAR, value_formatter(encoding, fmt, self.little)
+            return FX_CHAR, value_formatter(encoding, fmt, self.little)
         if expr.startswith("_bool("):
-            return _BOOL, None
+            return FX_BOOL, None
         if expr == "_hexb({})":
-            return _HEXBYTES, None
+            return FX_HEXBYTES, None
         if expr == "_uuid({})":
-            return _UUID, value_formatter(encoding, fmt, self.little)
-        return _PY, value_formatter(encoding, fmt, self.little)
+            return FX_UUID, value_formatter(encoding, fmt, self.little)
+        return FX_PY, value_formatter(encoding, fmt, self.little)
 
 
 def _literal(ops: list[tuple], text: bytes) -> None:
-    ops.append((_LIT, text))
+    ops.append((OP_LIT, text))
 
 
 def _flatten(ops: list[tuple]) -> list[tuple]:
@@ -167,13 +180,13 @@ def _flatten(ops: list[tuple]) -> list[tuple]:
     out: list[tuple] = []
     last_literal = -1
     for op in ops:
-        if op[0] == _LIT:
+        if op[0] == OP_LIT:
             if last_literal == len(out) - 1 >= 0:
-                out[-1] = (_LIT, out[-1][1] + op[1])
+                out[-1] = (OP_LIT, out[-1][1] + op[1])
             else:
                 out.append(op)
                 last_literal = len(out) - 1
-        elif op[0] == _ARRAY:
+        elif op[0] == OP_ARRAY:
             body = _flatten(op[3])
             out.append((*op[:3], len(body), *op[4:]))
             out.extend(body)

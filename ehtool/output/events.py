@@ -215,8 +215,7 @@ class SampleFormatter:
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
 
-            if clock is not None:
-                self._specs[desc] = (0, plain_head, render, plain_fast_extra, plain)
+            self._specs[desc] = (0, plain_head, render, plain_fast_extra, plain)
         else:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
@@ -265,9 +264,8 @@ class SampleFormatter:
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, ev[2])
 
-            if clock is not None:
-                self._specs[desc] = (1, tracepoint, eh_offset, k_n, self._eh._fast,
-                                     eventheader_fast)
+            self._specs[desc] = (1, tracepoint, eh_offset, k_n, self._eh._fast,
+                                 eventheader_fast)
             return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:

@@ -111,21 +111,22 @@ def _native_renderer(fields: list[FieldFormat], parts: list, slots: dict[int, in
                      order: str, render: Renderer) -> Renderer | None:
     """The C version of the generated ``render`` (``_speedups.Plan.render_record``): the
     same members from the same offsets; records shorter than ``end`` go to ``render``."""
-    from ehtool.speedups import load
+    from ehtool import speedups as sp
 
-    speedups = load()
+    speedups = sp.load()
     if speedups is None:
         return None
     ops: list[tuple] = []
     for f, (key, get) in zip(fields, parts, strict=True):
-        ops.append((0, key))  # LIT
+        ops.append((sp.OP_LIT, key))
         if id(f) not in slots:
-            ops.append((6, get))  # CALL: the field's getter on the whole record
+            ops.append((sp.OP_CALL, get))  # the field's getter on the whole record
         elif f.format == STRING:
-            ops += [(4, f.offset), (5, f.size, latin1_json)]  # SEEK, CSTR
+            ops += [(sp.OP_SEEK, f.offset), (sp.OP_CSTR, f.size, latin1_json)]
         else:
-            kind = 2 if f.format in (HEX, NONE) else 1 if _code(f).islower() else 0
-            ops += [(4, f.offset), (1, f.element_size, kind, None)]  # SEEK, FIXED
+            kind = (sp.FX_HEX if f.format in (HEX, NONE)
+                    else sp.FX_SIGNED if _code(f).islower() else sp.FX_UNSIGNED)
+            ops += [(sp.OP_SEEK, f.offset), (sp.OP_FIXED, f.element_size, kind, None)]
     return speedups.Plan(ops, order == "<", 0, render, end).render_record
 
 

@@ -214,8 +214,7 @@ def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
     return TrailerReader(trailer_prefix(g, sample_type))
 
 
-def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int, *,
-                     native: bool = True):
+def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     """A loop over consecutive samples that share one fixed layout, or None.
 
     ``scan(buf, pos, limit, base, append) -> (pos, count)`` reads samples of the
@@ -223,8 +222,8 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int, *,
     ``unpack_from`` each, and returns at the first record it does not handle
     (another record type, another layout, a short or corrupt record), leaving
     that record to the general reader. ``id_at`` is the offset of the sample id
-    (8 for IDENTIFIER), or -1 when the lone event has no ids. With ``native``, the
-    C version of the same loop (``_speedups.Scanner``) when it is built.
+    (8 for IDENTIFIER), or -1 when the lone event has no ids. The C version of the
+    same loop (``_speedups.Scanner``) when it is built.
     """
     layouts: dict[tuple[int, int], list[EventDesc]] = {}
     for d in descs:
@@ -242,10 +241,9 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int, *,
         return None
     fixed = prefix.size
     by_id = {i: d for d in members for i in d.ids}
-    if native:
-        scan = _native_scanner(prefix, id_name, by_id, descs[0], g.endian == "<")
-        if scan is not None:
-            return scan
+    scan = _native_scanner(prefix, id_name, by_id, descs[0], g.endian == "<")
+    if scan is not None:
+        return scan
     names = [n if n in _SAMPLE_FIELDS or n in ("type", "size", "raw_size", id_name) else "_"
              for n in prefix.names]
     args = {n: (n if n in names else "None") for n in _SAMPLE_FIELDS}
