@@ -65,7 +65,7 @@ def _loop(decode, events: list[tuple[str, bytes, int]], rounds: int) -> float:
 
 def report(label: str, events: list[tuple[str, bytes, int]], style, rounds: int,
            top: int) -> None:
-    from ehtool.eventheader.decoder import EventHeaderDecoder
+    from ehtool.render.eventheader import EventHeaderDecoder
 
     if not events:
         return
@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--style", choices=("spaced", "compact"), default="spaced")
     args = parser.parse_args()
-    from ehtool.output.style import COMPACT, SPACED
+    from ehtool.render.style import COMPACT, SPACED
 
     style = SPACED if args.style == "spaced" else COMPACT
     report("EventHeaderInterceptorLE64.dat", dat_events(), style, args.rounds, args.top)

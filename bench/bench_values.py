@@ -1,4 +1,4 @@
-"""ehtool.output.values: nanoseconds per call of the per-field formatters.
+"""ehtool.values.text: nanoseconds per call of the per-field formatters.
 
     python3 bench/bench_values.py [--number N] [--repeat R]
 
@@ -12,7 +12,7 @@ import argparse
 import struct
 import timeit
 
-from ehtool.output import values as v
+from ehtool.values import text as v
 
 F32_THIRD = struct.unpack("<I", struct.pack("<f", 1 / 3))[0]
 

@@ -101,11 +101,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
     """
     from ehtool.cli.signals import exit_on_signals
+    from ehtool.decode.filters import Selection
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
     from ehtool.errors import EXIT_INPUT
-    from ehtool.output.decode import DecodeOptions, decode_to
-    from ehtool.output.events import parse_meta
-    from ehtool.output.filters import Selection
-    from ehtool.output.style import JsonStyle
+    from ehtool.render.events import parse_meta
+    from ehtool.render.style import JsonStyle
 
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
@@ -155,7 +155,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
                 errors = decode_to(sys.stdout.buffer, inputs, options)
                 sys.stdout.buffer.flush()
             else:
-                from ehtool.output.atomic import atomic_output
+                from ehtool.decode.atomic import atomic_output
 
                 with atomic_output(output) as out:
                     errors = decode_to(out, inputs, options)

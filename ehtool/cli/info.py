@@ -18,7 +18,7 @@ def info(path: str, as_json: bool) -> None:
       ehtool info perf.data
       ehtool info --json perf.data | jq .events
     """
-    from ehtool.output.info import format_text, summarize
+    from ehtool.decode.info import format_text, summarize
 
     summary = summarize(path)
     if as_json:

@@ -16,7 +16,7 @@ The per-event hot path (:func:`parse_extensions`) reads headers with
 ``struct`` formats derived from these grammars; metadata is parsed with the
 grammar itself, once per distinct metadata (the decoder caches the result),
 and :func:`payload_grammar` turns the parsed field definitions into the
-grammar of the payload, from which ``ehtool.eventheader.plan`` derives its
+grammar of the payload, from which ``ehtool.render.plan`` derives its
 generated fast path (tests prove the two agree).
 
 Errors follow the reference ``EventEnumerator``: a malformed field definition

@@ -16,7 +16,7 @@ from ehtool.kernel import tracefs
 def list_user_events() -> list[dict[str, Any]]:
     """``[{"name", "tracepoint", "definition", "eventheader", "enabled", "used_by"}]``."""
     from ehtool.eventheader.names import is_eventheader_name
-    from ehtool.perfdata.tracefs_format import parse_format
+    from ehtool.formats.tracefs_format import parse_format
 
     out = []
     for entry in tracefs.read_status():

@@ -113,7 +113,7 @@ def read_format(system: str, name: str) -> str:
 def read_definition(name: str) -> str:
     """A user_event's definition in user_events syntax, rebuilt from its format file
     (``Name u32 a; char[16] b``; ``Name ;`` when it has no fields)."""
-    from ehtool.perfdata.tracefs_format import parse_format
+    from ehtool.formats.tracefs_format import parse_format
 
     fmt = parse_format(read_format("user_events", name), "user_events")
     return definition_text(name, [(f.decl, f.size) for f in fmt.fields])

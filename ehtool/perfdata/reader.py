@@ -375,7 +375,7 @@ class PerfDataFile:
             return
         desc.format_text = entry
         system, text = entry
-        from ehtool.perfdata.tracefs_format import parse_format
+        from ehtool.formats.tracefs_format import parse_format
 
         try:
             desc.format = parse_format(text, system, self.long_size)

@@ -28,6 +28,7 @@ import construct as c
 if TYPE_CHECKING:
     from ehtool.perfdata.records import Sample
 
+from ehtool.formats.tracefs_format import DATA_LOC, REL_LOC, EventFormat, FieldFormat
 from ehtool.perfdata.grammar import (
     ATTR_FLAG_BITS,
     ATTR_SIZE_KNOWN,
@@ -39,7 +40,6 @@ from ehtool.perfdata.grammar import (
     SampleType,
     grammar_for,
 )
-from ehtool.perfdata.tracefs_format import DATA_LOC, REL_LOC, EventFormat, FieldFormat
 from ehtool.perfdata.tracing_data import build_tracing_data
 
 

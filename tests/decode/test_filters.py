@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ehtool.output.filters import FilterSyntaxError, compile_filter
+from ehtool.decode.filters import FilterSyntaxError, compile_filter
 from golden import golden_path
 
 

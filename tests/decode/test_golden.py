@@ -12,7 +12,7 @@ import pytest
 from golden import golden_path
 
 # perf-decode writes code points above U+10FFFF as legacy 5- and 6-byte UTF-8
-# forms (invalid UTF-8); ehtool writes U+FFFD there (see ehtool/output/values.py).
+# forms (invalid UTF-8); ehtool writes U+FFFD there (see ehtool/values/text.py).
 _LEGACY_UTF8 = re.compile(
     rb"[\xf8-\xfb][\x80-\xbf]{4}|[\xfc-\xfd][\x80-\xbf]{5}|\xfe[\x80-\xbf]{6}")
 

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from ehtool.output.decode import _PARALLEL_MIN_BYTES, DecodeOptions, decode_to
-from ehtool.output.filters import Selection
+from ehtool.decode.filters import Selection
+from ehtool.decode.pipeline import _PARALLEL_MIN_BYTES, DecodeOptions, decode_to
 from ehtool.perfdata import PerfDataFile
 from ehtool.perfdata.writer import replay_samples
 from golden import golden_path

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ehtool.cli.progress import ProgressBar
-from ehtool.output import decode as decode_module
-from ehtool.output.decode import DecodeOptions, decode_to
-from ehtool.output.pretty import indent_json
+from ehtool.decode import pipeline as decode_module
+from ehtool.decode.pipeline import DecodeOptions, decode_to
+from ehtool.render.pretty import indent_json
 from golden import golden_path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -123,7 +123,7 @@ def _decode_on_a_terminal(*args: str) -> tuple[bytes, bytes]:
     """Run ``ehtool decode ARGS`` with stderr on a pseudo-terminal and no delay
     before the bar; return (stdout, what the terminal received)."""
     code = ("import sys, ehtool.cli.progress as p; p._DELAY = p._INTERVAL = 0; "
-            "import ehtool.output.decode as d; d._BATCH = 4; "
+            "import ehtool.decode.pipeline as d; d._BATCH = 4; "
             "from ehtool.cli import main; main(sys.argv[1:])")
     master, slave = pty.openpty()
     try:

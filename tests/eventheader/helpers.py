@@ -14,7 +14,7 @@ from ehtool.eventheader.enums import (
 from ehtool.eventheader.grammar import build_metadata
 
 # perf-decode writes code points above U+10FFFF as legacy 5- and 6-byte UTF-8
-# forms; ehtool writes U+FFFD there (ehtool/output/values.py documents it)
+# forms; ehtool writes U+FFFD there (ehtool/values/text.py documents it)
 LEGACY_UTF8 = re.compile(
     rb"[\xf8-\xfb][\x80-\xbf]{4}|[\xfc-\xfd][\x80-\xbf]{5}|\xfe[\x80-\xbf]{6}")
 

@@ -14,9 +14,9 @@ from ehtool.eventheader.grammar import (
     parse_metadata,
     payload_grammar,
 )
-from ehtool.eventheader.plan import FIXED_SIZES, UNIT_SIZES, value_formatter
-from ehtool.output import values as v
-from ehtool.output.style import JsonStyle
+from ehtool.render.plan import FIXED_SIZES, UNIT_SIZES, value_formatter
+from ehtool.render.style import JsonStyle
+from ehtool.values import text as v
 
 #: counted char8 formats whose value depends on the event byte order
 ORDERED_FORMATS = {F.UNSIGNED_INT: (1, 2, 4, 8), F.SIGNED_INT: (1, 2, 4, 8),

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ehtool.eventheader.dat import iter_dat
-from ehtool.eventheader.decoder import EventHeaderDecoder
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.eventheader.grammar import EventHeaderError, parse_extensions
-from ehtool.eventheader.plan import compile_plan
-from ehtool.output.style import COMPACT, SPACED
+from ehtool.render.eventheader import EventHeaderDecoder
+from ehtool.render.plan import compile_plan
+from ehtool.render.style import COMPACT, SPACED
 from golden import golden_path
 from impl import is_native, require_speedups
 

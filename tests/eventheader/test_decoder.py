@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from ehtool.eventheader.decoder import EventHeaderDecoder, EventHeaderError
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
-from ehtool.output.style import COMPACT, SPACED
+from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
+from ehtool.render.style import COMPACT, SPACED
 
 from .helpers import event, fd
 

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.errors import EhtoolError
 from ehtool.eventheader.dat import iter_dat
-from ehtool.eventheader.decoder import EventHeaderDecoder, EventHeaderError
-from ehtool.output.decode import DecodeOptions, decode_to
-from ehtool.output.style import COMPACT, SPACED
+from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
+from ehtool.render.style import COMPACT, SPACED
 from golden import golden_path
 
 FUZZ_SECONDS = float(os.environ.get("EHTOOL_FUZZ_SECONDS", "30"))

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ehtool.eventheader.dat import iter_dat
-from ehtool.eventheader.decoder import EventHeaderDecoder
-from ehtool.output.style import COMPACT, SPACED, JsonStyle
+from ehtool.render.eventheader import EventHeaderDecoder
+from ehtool.render.style import COMPACT, SPACED, JsonStyle
 from golden import golden_path
 
 from .helpers import LEGACY_UTF8

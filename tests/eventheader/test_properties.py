@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ehtool.eventheader.dat import iter_dat
-from ehtool.eventheader.decoder import EventHeaderDecoder, EventHeaderError
 from ehtool.eventheader.enums import FieldEncoding as E
-from ehtool.output.style import COMPACT, SPACED
+from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
+from ehtool.render.style import COMPACT, SPACED
 from golden import golden_path
 
 from .helpers import event, fd

@@ -6,9 +6,7 @@ import zipfile
 
 import pytest
 
-from ehtool.output.style import COMPACT
-from ehtool.output.tracefs_fields import make_renderer
-from ehtool.perfdata.tracefs_format import (
+from ehtool.formats.tracefs_format import (
     DATA_LOC,
     FIXED,
     HEX,
@@ -20,6 +18,8 @@ from ehtool.perfdata.tracefs_format import (
     FormatError,
     parse_format,
 )
+from ehtool.render.style import COMPACT
+from ehtool.render.tracefs_fields import make_renderer
 from golden import golden_path
 
 
@@ -149,7 +149,7 @@ def test_hand_checked_32_bit_long(corpus):
 
 
 def test_field_classification_rules():
-    from ehtool.perfdata.tracefs_format import classify
+    from ehtool.formats.tracefs_format import classify
 
     assert classify("void * ptr", 8, 8, False).format == HEX
     assert classify("void * ptr", 8, 4, False, long_size=4).element_size == 4

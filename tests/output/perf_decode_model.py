@@ -1,7 +1,7 @@
 """A slow, literal model of perf-decode's string and IPv6 rules, used as the test oracle.
 
 It works byte by byte on purpose, independent of the codec-based implementation in
-``ehtool.output.strings``. ``surrogates_escaped=True`` applies ehtool's two documented
+``ehtool.values.strings``. ``surrogates_escaped=True`` applies ehtool's two documented
 differences (lone surrogates as ``\\udxxx`` escapes, UCS-4 units above U+10FFFF as
 U+FFFD); ``False`` gives perf-decode's own bytes.
 """

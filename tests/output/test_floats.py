@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ehtool.output import values as v
+from ehtool.values import text as v
 
 
 def f32_bits(x: float) -> int:

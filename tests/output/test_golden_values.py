@@ -17,7 +17,7 @@ import struct
 
 import pytest
 
-from ehtool.output import values as v
+from ehtool.values import text as v
 from golden import golden_path
 
 from . import perf_decode_model as model

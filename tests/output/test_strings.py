@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ehtool.output import strings as s
+from ehtool.values import strings as s
 
 from . import perf_decode_model as model
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ehtool.output import values as v
+from ehtool.values import text as v
 
 from . import perf_decode_model as model
 
@@ -204,7 +204,7 @@ def test_import_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, ehtool.output.values as v; "
+    code = ("import sys, ehtool.values.text as v; "
             "print(sorted(m for m in ('orjson', 'json', 'construct') if m in sys.modules)); "
             "v.utf8_json(b'x'); print('orjson' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -216,7 +216,7 @@ def test_import_is_light():
 def test_time_cache_gives_what_a_fresh_computation_gives():
     import random
 
-    from ehtool.output import values
+    from ehtool.values import text as values
 
     rng = random.Random(7)
     seconds = [rng.randrange(-(1 << 40), 1 << 40) for _ in range(3000)]

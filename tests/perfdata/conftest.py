@@ -17,8 +17,8 @@ EXAMPLE = REPO / "examples" / "sched.data"
 
 
 def _install_format_stub() -> None:
-    """Until ehtool.perfdata.tracefs_format lands, stand in with a minimal parser."""
-    if importlib.util.find_spec("ehtool.perfdata.tracefs_format") is not None:
+    """Until ehtool.formats.tracefs_format lands, stand in with a minimal parser."""
+    if importlib.util.find_spec("ehtool.formats.tracefs_format") is not None:
         return
 
     class FormatError(ValueError):
@@ -41,11 +41,11 @@ def _install_format_stub() -> None:
             raise FormatError("not a tracefs format")
         return EventFormat(system, name.group(1), int(ident.group(1)))
 
-    mod = types.ModuleType("ehtool.perfdata.tracefs_format")
+    mod = types.ModuleType("ehtool.formats.tracefs_format")
     mod.FormatError = FormatError
     mod.EventFormat = EventFormat
     mod.parse_format = parse_format
-    sys.modules["ehtool.perfdata.tracefs_format"] = mod
+    sys.modules["ehtool.formats.tracefs_format"] = mod
 
 
 _install_format_stub()

@@ -11,9 +11,8 @@ from ehtool.perfdata.session import (
     CLOCKID_UNKNOWN,
     Session,
     SessionClock,
-    civil_from_days,
-    format_utc_seconds,
 )
+from ehtool.values.times import civil_from_days, format_utc_seconds
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _MIN = int((dt.datetime(1, 1, 1) - _EPOCH).total_seconds())

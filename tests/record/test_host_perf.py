@@ -47,7 +47,7 @@ pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"real perf unusabl
 
 def _decoder_problem() -> str | None:
     try:
-        import ehtool.output.decode  # noqa: F401
+        import ehtool.decode.pipeline  # noqa: F401
     except ImportError as exc:
         return f"ehtool decode is not importable: {exc}"
     return None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ehtool.output.info import summarize
+from ehtool.decode.info import summarize
 from ehtool.perfdata import PerfDataFile
 from ehtool.perfdata.grammar import RecordType
 from ehtool.perfdata.writer import PerfDataWriter

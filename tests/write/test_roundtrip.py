@@ -7,10 +7,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ehtool.eventheader.decoder import EventHeaderDecoder
 from ehtool.eventheader.encoder import LITTLE, Event, Field, encode
 from ehtool.eventheader.grammar import grammar, parse_extensions, parse_metadata
-from ehtool.output.style import COMPACT
+from ehtool.render.eventheader import EventHeaderDecoder
+from ehtool.render.style import COMPACT
 
 SCALARS = {
     "u8": st.integers(0, 255), "u16": st.integers(0, 0xFFFF), "u32": st.integers(0, 2**32 - 1),

@@ -9,7 +9,7 @@ is where the EventHeader starts, for error offsets):
   constant arrays) are read with ONE precompiled ``struct.Struct.unpack_from``;
 * the output is ONE bytes template (keys, separators and braces precomputed)
   filled with ``%``: integers go in as ``%d``/``"0x%X"`` directly, everything
-  else through the value formatters of ``ehtool.output.values``;
+  else through the value formatters of ``ehtool.values.text``;
 * strings, variable arrays and arrays of structs get straight-line code or a
   loop, in payload order.
 
@@ -40,8 +40,8 @@ from ehtool.eventheader.grammar import (
     FieldDef,
     parse_metadata,
 )
-from ehtool.output import values as v
-from ehtool.output.style import JsonStyle
+from ehtool.render.style import JsonStyle
+from ehtool.values import text as v
 
 __all__ = ["Plan", "compile_plan", "value_formatter"]
 
@@ -212,7 +212,7 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
     code = compile(source, f"<eventheader plan {event_name[:40]!r}>", "exec")
     namespace = dict(gen.ns)
     exec(code, namespace)
-    from ehtool.eventheader.cplan import native_render
+    from ehtool.render.cplan import native_render
 
     render = namespace["render"]
     fast = native_render(defs, little, style, render)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from ehtool.output.pretty import indent_json
-from ehtool.output.style import SPACED, JsonStyle
-from ehtool.output.values import utf8_json
+from ehtool.render.pretty import indent_json
+from ehtool.render.style import SPACED, JsonStyle
+from ehtool.values.text import utf8_json
 
 BOM = b"\xef\xbb\xbf"
 

@@ -3,7 +3,7 @@
 Every function returns the JSON value as ``bytes`` (strings already quoted).
 They run once per decoded field, so they favour table lookups and fast paths.
 
-Strings (re-exported from :mod:`ehtool.output.strings`, which documents the
+Strings (re-exported from :mod:`ehtool.values.strings`, which documents the
 rules and the two deliberate differences: lone surrogates as ``\\udxxx``
 escapes, UTF-32 units above U+10FFFF as U+FFFD):
 ``utf8_json``, ``latin1_json``, ``utf16_json``, ``utf32_json``,
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import struct
 
-from ehtool.output.strings import (
+from ehtool.values.strings import (
     bom_string_json,
     latin1_json,
     str_json,
@@ -51,7 +51,7 @@ from ehtool.output.strings import (
     utf16_json,
     utf32_json,
 )
-from ehtool.perfdata.session import format_utc_seconds
+from ehtool.values.times import format_utc_seconds
 
 __all__ = [
     "bom_string_json", "boolean_json", "errno_json", "float32_bits_json", "float32_json",

@@ -12,7 +12,7 @@ reference ``EventEnumerator`` + ``EventFormatter``:
 * else a :class:`DecodedEvent` with the JSON pieces.
 
 Speed: each distinct metadata is compiled once into a generated renderer
-(:mod:`ehtool.eventheader.plan`). On top of that, the first 12 bytes of an
+(:mod:`ehtool.render.plan`). On top of that, the first 12 bytes of an
 event (header + first extension header) are a cache key per tracepoint name:
 a hit already knows everything the header says (name, meta JSON, flags) and
 only has to check that the metadata bytes are the ones it compiled
@@ -27,9 +27,9 @@ from ehtool.eventheader.grammar import (
     EventHeaderError,
     parse_extensions,
 )
-from ehtool.eventheader.plan import PLAN_CACHE_MAX, Plan, compile_plan
-from ehtool.output import values as v
-from ehtool.output.style import JsonStyle
+from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
+from ehtool.render.style import JsonStyle
+from ehtool.values import text as v
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
 

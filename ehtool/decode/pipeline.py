@@ -3,7 +3,7 @@
 
 ::
 
-    from ehtool.output.decode import DecodeOptions, decode_to
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
     with open("out.json", "wb") as out:
         errors = decode_to(out, ["perf.data"], DecodeOptions())
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NamedTuple
 
 from ehtool.errors import EhtoolError
-from ehtool.output.events import META_DEFAULT
-from ehtool.output.style import SPACED, JsonStyle
+from ehtool.render.events import META_DEFAULT
+from ehtool.render.style import SPACED, JsonStyle
 
 #: events formatted between two writes to the output
 _BATCH = 512
@@ -64,7 +64,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     ``options.progress(done, total)`` is called after each batch of events with
     the input bytes read so far and their total (0 when unknown: a pipe).
     """
-    from ehtool.output.document import DocumentWriter, JsonLinesWriter
+    from ehtool.render.document import DocumentWriter, JsonLinesWriter
 
     inputs = list(inputs)
     report = options.progress
@@ -133,8 +133,8 @@ def _batches(path: str, options: DecodeOptions, reading: list[Any],
 
 def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
                   writer: Any) -> Iterator[list[bytes] | _Spliced]:
-    from ehtool.output.events import SampleFormatter
     from ehtool.perfdata import PerfDataFile
+    from ehtool.render.events import SampleFormatter
 
     with PerfDataFile.open(path) as f:
         reading[0] = f
@@ -264,7 +264,7 @@ def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[b
 
 def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
     from ehtool.eventheader.dat import iter_dat
-    from ehtool.eventheader.decoder import EventHeaderDecoder
+    from ehtool.render.eventheader import EventHeaderDecoder
 
     s = options.style
     decoder = EventHeaderDecoder(s)

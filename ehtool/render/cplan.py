@@ -1,6 +1,6 @@
 """EventHeader field definitions -> the op list of the C renderer (``_speedups.Plan``).
 
-The ops follow :class:`ehtool.eventheader.plan._Generator` member for member:
+The ops follow :class:`ehtool.render.plan._Generator` member for member:
 the same literals (keys, separators, braces), the same value rules (taken from
 ``plan._inline_spec`` and ``plan._string_text``) and the same MoveNext step
 accounting. Integers and printable-ASCII strings are written by the C code;
@@ -19,7 +19,7 @@ from functools import partial
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
-from ehtool.eventheader.plan import (
+from ehtool.render.plan import (
     _ZSTRINGS,
     FIXED_SIZES,
     UNIT_SIZES,
@@ -28,8 +28,7 @@ from ehtool.eventheader.plan import (
     member_key,
     value_formatter,
 )
-from ehtool.output import values as v
-from ehtool.output.style import JsonStyle
+from ehtool.render.style import JsonStyle
 from ehtool.speedups import (
     FX_BOOL,
     FX_CHAR,
@@ -49,6 +48,7 @@ from ehtool.speedups import (
     STR_HEX,
     load,
 )
+from ehtool.values import text as v
 
 __all__ = ["native_render"]
 #: string formatters that write printable ASCII as itself between quotes

@@ -19,9 +19,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from ehtool.output.style import JsonStyle
-from ehtool.output.values import hex_bytes, latin1_json
-from ehtool.perfdata.tracefs_format import (
+from ehtool.formats.tracefs_format import (
     FIXED,
     HEX,
     NONE,
@@ -31,6 +29,8 @@ from ehtool.perfdata.tracefs_format import (
     EventFormat,
     FieldFormat,
 )
+from ehtool.render.style import JsonStyle
+from ehtool.values.text import hex_bytes, latin1_json
 
 Renderer = Callable[[bytes | memoryview], bytes]
 

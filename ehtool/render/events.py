@@ -2,7 +2,7 @@
 
 ``{ "n": "provider:event", <fields...>, "meta": { <meta...> } }``
 
-EventHeader samples are decoded by ``ehtool.eventheader.decoder``; every other
+EventHeader samples are decoded by ``ehtool.render.eventheader``; every other
 tracepoint (and EventHeader events that are not self-describing or are
 malformed) is rendered from its tracefs format. A handler is built once per
 event description and cached, so the per-sample work is a dict lookup, the
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ehtool.output.style import JsonStyle
-from ehtool.output.values import hex_int, latin1_json, utf8_json, uuid_json
+from ehtool.render.style import JsonStyle
+from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
 
 #: meta keys in perf-decode's order; the first twelve are its default set
 META_KEYS = (
@@ -180,7 +180,7 @@ class SampleFormatter:
         return self._specs.get(desc, handler)
 
     def _make_handler(self, desc: Any) -> Callable[[Any], bytes]:
-        from ehtool.output.tracefs_fields import make_renderer, raw_renderer
+        from ehtool.render.tracefs_fields import make_renderer, raw_renderer
 
         fmt = getattr(desc, "format", None)
         provider, event = _split_name(desc, fmt)
@@ -227,10 +227,10 @@ class SampleFormatter:
 
         tracepoint = fmt.name
         if self._eh is None:
-            from ehtool.eventheader.decoder import EventHeaderDecoder
+            from ehtool.render.eventheader import EventHeaderDecoder
 
             self._eh = EventHeaderDecoder(self.style)
-        from ehtool.eventheader.decoder import DecodedEvent
+        from ehtool.render.eventheader import DecodedEvent
 
         decode = self._eh.decode_parts  # tuple: no DecodedEvent per sample
         common_render = (
