@@ -1406,5 +1406,13 @@ PyInit__speedups(void)
         Py_DECREF(m);
         return NULL;
     }
+    /* the op codes and value kinds, so that Python can check its copies (ehtool.speedups) */
+#define EXPORT(name) if (PyModule_AddIntConstant(m, #name, name) < 0) { Py_DECREF(m); return NULL; }
+    EXPORT(OP_LIT) EXPORT(OP_FIXED) EXPORT(OP_STR) EXPORT(OP_ARRAY) EXPORT(OP_SEEK)
+    EXPORT(OP_CSTR) EXPORT(OP_CALL)
+    EXPORT(FX_UNSIGNED) EXPORT(FX_SIGNED) EXPORT(FX_HEX) EXPORT(FX_PORT) EXPORT(FX_PY)
+    EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID)
+    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX)
+#undef EXPORT
     return m;
 }

@@ -1,9 +1,9 @@
 """EventHeader field definitions -> the op list of the C renderer (``_speedups.Plan``).
 
 The ops follow :class:`ehtool.render.plan._Generator` member for member:
-the same literals (keys, separators, braces), the same value rules (taken from
-``plan._inline_spec`` and ``plan._string_text``) and the same MoveNext step
-accounting. Integers and printable-ASCII strings are written by the C code;
+the same literals (keys, separators, braces), the same value rules (the
+rulebook ``ehtool.eventheader.kinds``: each kind names its C kind) and the same
+MoveNext step accounting. Integers and printable-ASCII strings are written by the C code;
 every other value goes through the Python formatter the generated code uses,
 and any event the C code cannot finish (malformed, a limit reached) is handed
 to the generated Python renderer, which gives the reference output or error.
@@ -14,49 +14,15 @@ get no C plan at all.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
-from ehtool.render.plan import (
-    _ZSTRINGS,
-    FIXED_SIZES,
-    UNIT_SIZES,
-    _inline_spec,
-    _string_text,
-    member_key,
-    value_formatter,
-)
+from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.render.style import JsonStyle
-from ehtool.speedups import (
-    FX_BOOL,
-    FX_CHAR,
-    FX_HEX,
-    FX_HEXBYTES,
-    FX_PORT,
-    FX_PY,
-    FX_SIGNED,
-    FX_UNSIGNED,
-    FX_UUID,
-    OP_ARRAY,
-    OP_FIXED,
-    OP_LIT,
-    OP_STR,
-    STR_ASCII,
-    STR_BOM,
-    STR_HEX,
-    load,
-)
-from ehtool.values import text as v
+from ehtool.speedups import FX_CHAR, FX_PY, FX_UUID, OP_ARRAY, OP_FIXED, OP_LIT, OP_STR, load
 
 __all__ = ["native_render"]
-#: string formatters that write printable ASCII as itself between quotes
-_ASCII_SAFE = (v.utf8_json, v.latin1_json, v.utf16_json, v.utf32_json)
-#: single characters (``_inline_spec`` expressions) the C code writes when printable ASCII
-_CHARS = ("_L1[{}]", "_u16le({})", "_u16be({})", "_u32le({})", "_u32be({})")
-
-
 class _Unsupported(Exception):
     """The definitions fail every event: the generated Python renderer serves alone."""
 
@@ -89,7 +55,7 @@ class _Compiler:
         """Ops of an object's members; returns the static MoveNext steps."""
         steps = 0
         for i, d in enumerate(defs):
-            _literal(ops, member_key(d, self.style, first=not (top or i)))
+            _literal(ops, self.style.member_key(d.name, d.tag, first=not (top or i)))
             steps += self.value(d, ops, depth)
         return steps
 
@@ -136,38 +102,19 @@ class _Compiler:
         return 2 + n if n and d.encoding != E.STRUCT else 2
 
     def scalar(self, d: FieldDef) -> tuple:
-        """The op of one fixed-size or string value (an element, for arrays)."""
+        """The op of one fixed-size or string value (an element, for arrays), from the
+        value's rule (``ehtool.eventheader.kinds``)."""
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
-            return (OP_FIXED, size, *self.fixed_kind(d.encoding, size, d.format))
-        unit = UNIT_SIZES.get(d.encoding)
-        if unit is None:
+            kind = fixed_kind(size, d.format, self.little)
+            # the C code writes what it can; the rest, and non-ASCII characters, in Python
+            python = kind.from_bytes if kind.c_kind in (FX_PY, FX_CHAR, FX_UUID) else None
+            return (OP_FIXED, size, kind.c_kind, python)
+        if d.encoding not in UNIT_SIZES:
             raise _Unsupported
-        fmt = _string_text(d.encoding, unit, d.format, self.little)
-        func = fmt.func if isinstance(fmt, partial) else fmt
-        fast = (STR_ASCII if func in _ASCII_SAFE
-                else STR_ASCII | STR_BOM if func is v.bom_string_json
-                else STR_HEX if func is v.hex_bytes else 0)
-        return (OP_STR, unit, int(d.encoding in _ZSTRINGS), fast, fmt)
-
-    def fixed_kind(self, encoding: int, size: int, fmt: int) -> tuple[int, object]:
-        """(kind, Python formatter or None) as ``_inline_spec`` renders the value."""
-        code, piece, expr = _inline_spec(size, fmt, self.little)
-        if piece == b"%d" and expr == "{}":
-            return (FX_SIGNED if code.islower() else FX_UNSIGNED), None
-        if piece == b"%d" and "<< 8" in expr:
-            return FX_PORT, None  # a little-endian port, byte-swapped: network order
-        if piece == b'"0x%X"':
-            return FX_HEX, None
-        if expr in _CHARS:
-            return FX_CHAR, value_formatter(encoding, fmt, self.little)
-        if expr.startswith("_bool("):
-            return FX_BOOL, None
-        if expr == "_hexb({})":
-            return FX_HEXBYTES, None
-        if expr == "_uuid({})":
-            return FX_UUID, value_formatter(encoding, fmt, self.little)
-        return FX_PY, value_formatter(encoding, fmt, self.little)
+        rule = string_kind(d.encoding, d.format, self.little)
+        return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS), rule.c_flags,
+                rule.json)
 
 
 def _literal(ops: list[tuple], text: bytes) -> None:

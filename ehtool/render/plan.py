@@ -9,7 +9,7 @@ is where the EventHeader starts, for error offsets):
   constant arrays) are read with ONE precompiled ``struct.Struct.unpack_from``;
 * the output is ONE bytes template (keys, separators and braces precomputed)
   filled with ``%``: integers go in as ``%d``/``"0x%X"`` directly, everything
-  else through the value formatters of ``ehtool.values.text``;
+  else through its formatter; both as the value's rule in ``ehtool.eventheader.kinds`` says;
 * strings, variable arrays and arrays of structs get straight-line code or a
   loop, in payload order.
 
@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from functools import partial
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
-from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.eventheader.grammar import (
     MOVE_NEXT_LIMIT,
     TOP_LEVEL_FIELD_LIMIT,
@@ -40,6 +38,8 @@ from ehtool.eventheader.grammar import (
     FieldDef,
     parse_metadata,
 )
+from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
+from ehtool.render.cplan import native_render
 from ehtool.render.style import JsonStyle
 from ehtool.values import text as v
 
@@ -47,110 +47,22 @@ __all__ = ["Plan", "compile_plan", "value_formatter"]
 
 Formatter = Callable[[bytes], bytes]
 
-#: formats a counted char8/binary field may carry, with the value sizes they accept
-NUMERIC_FORMATS = {
-    F.UNSIGNED_INT: (1, 2, 4, 8), F.SIGNED_INT: (1, 2, 4, 8), F.HEX_INT: (1, 2, 4, 8),
-    F.ERRNO: (4,), F.PID: (4,), F.TIME: (4, 8), F.BOOLEAN: (1, 2, 4), F.FLOAT: (4, 8),
-    F.UUID: (16,), F.PORT: (2,), F.IP_ADDRESS: (4, 16), F.IP_ADDRESS_OBSOLETE: (4, 16),
-}
-FIXED_SIZES = {E.VALUE8: 1, E.VALUE16: 2, E.VALUE32: 4, E.VALUE64: 8, E.VALUE128: 16}
-UNIT_SIZES = {
-    E.ZSTRING_CHAR8: 1, E.ZSTRING_CHAR16: 2, E.ZSTRING_CHAR32: 4,
-    E.STRING_LENGTH16_CHAR8: 1, E.STRING_LENGTH16_CHAR16: 2, E.STRING_LENGTH16_CHAR32: 4,
-    E.BINARY_LENGTH16_CHAR8: 1,
-}
-_ZSTRINGS = (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32)
-_BOM_FORMATS = (F.STRING_UTF_BOM, F.STRING_XML, F.STRING_JSON)
 #: largest constant array read inline with its neighbours (one variable per element)
 _INLINE_ARRAY_MAX = 16
 #: plans cached per decoder before the cache is emptied (bounds memory on odd inputs)
 PLAN_CACHE_MAX = 4096
 
 
-# -- generic formatters (reference EventFormatter rules) ------------------------
+# -- the generic formatter, and helpers called by generated code ------------------
 
 def value_formatter(encoding: int, fmt: int, little: bool) -> Formatter:
     """JSON of one value from its bytes (no count, no terminator) in event byte order."""
     size = FIXED_SIZES.get(encoding)
     if size is not None:
-        return _fixed_text(size, fmt, little)
-    unit = UNIT_SIZES.get(encoding)
-    if unit is None:
+        return fixed_kind(size, fmt, little).from_bytes
+    if encoding not in UNIT_SIZES:
         raise EventHeaderError(f"unsupported field encoding {encoding}")
-    return _string_text(encoding, unit, fmt, little)
-
-
-def _fixed_text(size: int, fmt: int, little: bool) -> Formatter:
-    """Formatter of a ``size``-byte value (valueN, and counted char8 data of that size)."""
-    order = "little" if little else "big"
-    sizes = NUMERIC_FORMATS.get(fmt)
-    if size == 16:
-        if fmt == F.UUID:
-            return v.uuid_json
-        if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-            return v.ipv6_json
-        return v.hex_bytes
-    if fmt == F.HEX_BYTES:
-        return v.hex_bytes
-    if fmt == F.STRING8 and size == 1:
-        return v.latin1_json
-    if fmt == F.STRING_UTF and size in (2, 4):
-        return partial(v.utf16_json if size == 2 else v.utf32_json, big_endian=not little)
-    if sizes is None or size not in sizes or fmt == F.UUID:
-        fmt = F.UNSIGNED_INT
-    if fmt in (F.SIGNED_INT, F.PID):
-        return lambda b: b"%d" % int.from_bytes(b, order, signed=True)
-    if fmt == F.HEX_INT:
-        return lambda b: b'"0x%X"' % int.from_bytes(b, order)
-    if fmt == F.ERRNO:
-        return lambda b: v.errno_json(int.from_bytes(b, order))
-    if fmt == F.TIME:
-        return lambda b: v.time_json(int.from_bytes(b, order, signed=True))
-    if fmt == F.BOOLEAN:
-        return lambda b: v.boolean_json(int.from_bytes(b, order), size)
-    if fmt == F.FLOAT:
-        unpack = struct.Struct(("<" if little else ">") + ("f" if size == 4 else "d")).unpack
-        render = v.float32_json if size == 4 else v.float64_json
-        return lambda b: render(unpack(b)[0])
-    if fmt == F.PORT:
-        return v.port_json
-    if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-        return v.ipv4_json
-    return lambda b: b"%d" % int.from_bytes(b, order)
-
-
-def _string_text(encoding: int, unit: int, fmt: int, little: bool) -> Formatter:
-    """Formatter of string/binary data (the bytes without count or terminator)."""
-    big = not little
-    counted8 = encoding in (E.STRING_LENGTH16_CHAR8, E.BINARY_LENGTH16_CHAR8)
-    if counted8 and fmt in NUMERIC_FORMATS:
-        default = v.hex_bytes if encoding == E.BINARY_LENGTH16_CHAR8 else v.utf8_json
-        by_size = {n: _fixed_text(n, fmt, little) for n in NUMERIC_FORMATS[fmt]}
-
-        def sized(b: bytes) -> bytes:
-            if not b:
-                return b"null"
-            render = by_size.get(len(b))
-            return render(b) if render is not None else default(b)
-        return sized
-    if fmt == F.DEFAULT:
-        fmt = F.HEX_BYTES if encoding == E.BINARY_LENGTH16_CHAR8 else F.STRING_UTF
-    if fmt == F.HEX_BYTES:
-        return v.hex_bytes
-    if fmt == F.STRING8 and unit == 1:
-        return v.latin1_json
-    if fmt in _BOM_FORMATS:
-        return partial(v.bom_string_json, unit_size=unit, big_endian=big)
-    if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
-        return v.hex_bytes
-    if unit == 1:
-        return v.utf8_json
-    return partial(v.utf16_json if unit == 2 else v.utf32_json, big_endian=big)
-
-
-# -- helpers called by generated code --------------------------------------------
-
-_LATIN1 = tuple(v.latin1_json(bytes((i,))) for i in range(256))
+    return string_kind(encoding, fmt, little).json
 
 
 def _zend(data: bytes, p: int, unit: int, o: int) -> int:
@@ -212,20 +124,10 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
     code = compile(source, f"<eventheader plan {event_name[:40]!r}>", "exec")
     namespace = dict(gen.ns)
     exec(code, namespace)
-    from ehtool.render.cplan import native_render
-
     render = namespace["render"]
     fast = native_render(defs, little, style, render)
     return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
                 defs, fast or render, source, py_render=render)
-
-
-def member_key(d: FieldDef, style: JsonStyle, first: bool) -> bytes:
-    """``, "name;tag=0xN": `` (``first``: the object's first member) in ``style``."""
-    name = d.name
-    if d.tag and style.field_tags:
-        name += b";tag=0x%X" % d.tag
-    return (style.first if first else style.sep) + v.utf8_json(name) + style.colon
 
 
 class _Part:
@@ -247,11 +149,7 @@ class _Generator:
         self.order = "<" if little else ">"
         self.ns: dict[str, object] = {
             "_E": EventHeaderError, "_struct_error": struct.error, "_zend": _zend,
-            "_unpacker": _unpacker, "_L1": _LATIN1, "_errno": v.errno_json,
-            "_time": v.time_json, "_bool": v.boolean_json, "_f32": v.float32_json,
-            "_f64": v.float64_json, "_ipv4": v.ipv4_json, "_ipv6": v.ipv6_json,
-            "_uuid": v.uuid_json, "_hexb": v.hex_bytes,
-            "_H": struct.Struct(self.order + "H").unpack_from,
+            "_unpacker": _unpacker, "_H": struct.Struct(self.order + "H").unpack_from,
         }
         self.lines: list[str] = []
         self.count = 0
@@ -348,7 +246,7 @@ class _Generator:
         static MoveNext step count."""
         steps = 0
         for i, d in enumerate(defs):
-            parts.append(member_key(d, self.style, first=not (top or i)))
+            parts.append(self.style.member_key(d.name, d.tag, first=not (top or i)))
             steps += self.value(d, parts, indent, depth)
         return steps
 
@@ -383,23 +281,32 @@ class _Generator:
 
     def fixed(self, size: int, fmt: int, parts: list[bytes | _Part]) -> None:
         """Queue a fixed-size value for the next combined unpack."""
-        code, piece, expr = _inline_spec(size, fmt, self.little)
+        code, piece, expr = self.inline(size, fmt)
         var = self.name("v")
         self.codes.append(code)
         self.targets.append(var)
         self.size += size
-        self.ns.update(_SPEC_NAMESPACE)
         parts.append(_Part(piece, expr.format(var)))
+
+    def inline(self, size: int, fmt: int) -> tuple[str, bytes, str]:
+        """(struct code, template piece, expression of ``{}``) of a fixed-size value,
+        from its rule (``ehtool.eventheader.kinds``)."""
+        kind = fixed_kind(size, fmt, self.little)
+        if kind.json is not None:
+            return kind.code, b"%s", self.const(kind.json) + "({})"
+        if kind.swapped:
+            return kind.code, kind.piece, "(({0} & 255) << 8 | {0} >> 8)"
+        return kind.code, kind.piece, "{}"
 
     def string(self, d: FieldDef, indent: int) -> str:
         """Code reading one string/binary value at ``p``; returns its JSON variable."""
         self.flush(indent)
         enc = d.encoding
         unit = UNIT_SIZES[enc]
-        fmt = self.const(_string_text(enc, unit, d.format, self.little))
+        fmt = self.const(string_kind(enc, d.format, self.little).json)
         var = self.name("s")
         end = self.name("e")
-        if enc in _ZSTRINGS:
+        if enc in ZSTRINGS:
             if unit == 1:
                 self.emit(indent, f"{end} = data.find(0, p)")
                 self.emit(indent, f"if {end} < 0:")
@@ -486,8 +393,7 @@ class _Generator:
     def simple_array(self, size: int, fmt: int, count: str, var: str, indent: int) -> None:
         """A whole array of fixed-size values with one unpack."""
         s = self.style
-        code, piece, expr = _inline_spec(size, fmt, self.little)
-        self.ns.update(_SPEC_NAMESPACE)
+        code, piece, expr = self.inline(size, fmt)
         if not count.isdigit():
             self.emit(indent, f"k += {count}")
         vals = self.name("t")
@@ -516,54 +422,3 @@ class _Generator:
                 item = f"{self.const(piece)} % ({item})"
             self.emit(indent, f"{var} = {opening} + {sep}.join([{item} for x in {vals}])"
                               f" + {close}")
-
-
-#: names the inline expressions below use
-_SPEC_NAMESPACE: dict[str, object] = {
-    "_L1": _LATIN1, "_errno": v.errno_json, "_time": v.time_json, "_bool": v.boolean_json,
-    "_f32": v.float32_json, "_f64": v.float64_json, "_ipv4": v.ipv4_json,
-    "_ipv6": v.ipv6_json, "_uuid": v.uuid_json, "_hexb": v.hex_bytes,
-    "_u16le": partial(v.utf16_json, big_endian=False),
-    "_u16be": partial(v.utf16_json, big_endian=True),
-    "_u32le": partial(v.utf32_json, big_endian=False),
-    "_u32be": partial(v.utf32_json, big_endian=True),
-}
-_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
-_SIGNED = {1: "b", 2: "h", 4: "i", 8: "q"}
-
-
-def _inline_spec(size: int, fmt: int, little: bool) -> tuple[str, bytes, str]:
-    """(struct code, template piece, expression of ``{}``) of a fixed-size value; the
-    same rules as :func:`_fixed_text`, checked against it by the tests."""
-    if size == 16:
-        if fmt == F.UUID:
-            return "16s", b"%s", "_uuid({})"
-        if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-            return "16s", b"%s", "_ipv6({})"
-        return "16s", b"%s", "_hexb({})"
-    if fmt == F.HEX_BYTES:
-        return f"{size}s", b"%s", "_hexb({})"
-    if fmt == F.STRING8 and size == 1:
-        return "B", b"%s", "_L1[{}]"
-    if fmt == F.STRING_UTF and size in (2, 4):
-        return f"{size}s", b"%s", f"_u{size * 8}{'le' if little else 'be'}({{}})"
-    sizes = NUMERIC_FORMATS.get(fmt)
-    if sizes is None or size not in sizes or fmt == F.UUID:
-        fmt = F.UNSIGNED_INT
-    if fmt in (F.SIGNED_INT, F.PID):
-        return _SIGNED[size], b"%d", "{}"
-    if fmt == F.HEX_INT:
-        return _UNSIGNED[size], b'"0x%X"', "{}"
-    if fmt == F.ERRNO:
-        return "I", b"%s", "_errno({})"
-    if fmt == F.TIME:
-        return _SIGNED[size], b"%s", "_time({})"
-    if fmt == F.BOOLEAN:
-        return _UNSIGNED[size], b"%s", f"_bool({{}}, {size})"
-    if fmt == F.FLOAT:
-        return ("f" if size == 4 else "d"), b"%s", "_f32({})" if size == 4 else "_f64({})"
-    if fmt == F.PORT:
-        return "H", b"%d", "(({0} & 255) << 8 | {0} >> 8)" if little else "{}"
-    if fmt in (F.IP_ADDRESS, F.IP_ADDRESS_OBSOLETE):
-        return "4s", b"%s", "_ipv4({})"
-    return _UNSIGNED[size], b"%d", "{}"

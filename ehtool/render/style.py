@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ehtool.values.text import utf8_json
+
 
 @dataclass(frozen=True, slots=True)
 class JsonStyle:
@@ -36,6 +38,12 @@ class JsonStyle:
         set_(self, "close_arr", b" ]" if self.space else b"]")
         set_(self, "empty_arr", b"[ ]" if self.space else b"[]")
         set_(self, "empty_obj", b"{ }" if self.space else b"{}")
+
+    def member_key(self, name: bytes, tag: int, first: bool) -> bytes:
+        """``, "name;tag=0xN": `` of an EventHeader field (``first``: the object's first)."""
+        if tag and self.field_tags:
+            name += b";tag=0x%X" % tag
+        return (self.first if first else self.sep) + utf8_json(name) + self.colon
 
     def obj(self, members: list[bytes]) -> bytes:
         """An object from ``key + colon + value`` members."""

@@ -19,6 +19,7 @@ import re
 import struct
 from collections.abc import Callable
 
+from ehtool.eventheader.kinds import Kind, integer_kind
 from ehtool.formats.tracefs_format import (
     FIXED,
     HEX,
@@ -34,9 +35,6 @@ from ehtool.values.text import hex_bytes, latin1_json
 
 Renderer = Callable[[bytes | memoryview], bytes]
 
-_UNSIGNED_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
-# perf-decode reads 8/16-bit values unsigned even for signed fields
-_SIGNED_CODES = {1: "B", 2: "H", 4: "i", 8: "q"}
 
 
 def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
@@ -96,7 +94,7 @@ def _compiled_renderer(fields: list[FieldFormat], parts: list, order: str) -> Re
             template += b"%s"
             args.append(f"(cget(v[{slot}]) or cstr(v[{slot}]))")
         else:
-            template += b'"0x%X"' if f.format in (HEX, NONE) else b"%d"
+            template += _kind(f, order).piece
             args.append(f"v[{slot}]")
     env["template"] = template
     src = (f"def render(raw):\n"
@@ -124,8 +122,7 @@ def _native_renderer(fields: list[FieldFormat], parts: list, slots: dict[int, in
         elif f.format == STRING:
             ops += [(sp.OP_SEEK, f.offset), (sp.OP_CSTR, f.size, latin1_json)]
         else:
-            kind = (sp.FX_HEX if f.format in (HEX, NONE)
-                    else sp.FX_SIGNED if _code(f).islower() else sp.FX_UNSIGNED)
+            kind = _kind(f, order).c_kind
             ops += [(sp.OP_SEEK, f.offset), (sp.OP_FIXED, f.element_size, kind, None)]
     return speedups.Plan(ops, order == "<", 0, render, end).render_record
 
@@ -160,9 +157,16 @@ def _generic(parts: list) -> Renderer:
     return render
 
 
+def _kind(f: FieldFormat, order: str) -> Kind:
+    """The value rule of a numeric field: hex for HEX/NONE, else decimal; perf-decode reads
+    8- and 16-bit values unsigned even for signed fields."""
+    size = f.element_size
+    return integer_kind(size, f.format == SIGNED and size >= 4, f.format in (HEX, NONE),
+                        order == "<")
+
+
 def _code(f: FieldFormat) -> str:
-    table = _SIGNED_CODES if f.format == SIGNED else _UNSIGNED_CODES
-    return table[f.element_size]
+    return _kind(f, "<").code
 
 
 def _value_getter(f: FieldFormat, style: JsonStyle, order: str,
@@ -184,7 +188,7 @@ def _value_getter(f: FieldFormat, style: JsonStyle, order: str,
         return blob
 
     size = f.element_size
-    text = b'"0x%X"' if f.format in (HEX, NONE) else b"%d"
+    text = _kind(f, order).piece
     one = struct.Struct(order + _code(f))
     if f.array == SCALAR:
         def scalar(raw: bytes | memoryview) -> bytes:

@@ -1,0 +1,22 @@
+"""ehtool.speedups mirrors the C module's op codes and value kinds: the C module exports
+its own values and they must be the same."""
+
+from __future__ import annotations
+
+import pytest
+
+from ehtool import speedups
+from impl import require_speedups
+
+NAMES = [n for n in dir(speedups) if n.split("_")[0] in ("OP", "FX", "STR") and n.isupper()]
+
+
+def test_python_names_the_whole_c_enums() -> None:
+    assert len(NAMES) == 7 + 9 + 3
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constant_equals_the_c_value(name: str, monkeypatch) -> None:
+    monkeypatch.delenv("EHTOOL_PURE", raising=False)
+    require_speedups()
+    assert getattr(speedups.load(), name) == getattr(speedups, name)
