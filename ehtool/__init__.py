@@ -5,3 +5,14 @@ into JSON that matches Microsoft's ``perf-decode``.
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["open"]
+
+
+def __getattr__(name: str):
+    # lazy: ``import ehtool`` stays cheap (the CLI imports it on every TAB completion)
+    if name == "open":
+        from ehtool.events import open
+
+        return open
+    raise AttributeError(f"module 'ehtool' has no attribute {name!r}")

@@ -6,6 +6,7 @@ The Python code they mirror stays the reference: tests run both and compare.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -23,7 +24,6 @@ def load() -> ModuleType | None:
     if os.environ.get("EHTOOL_PURE"):
         return None
     try:
-        from ehtool import _speedups
+        return importlib.import_module("ehtool._speedups")
     except ImportError:
         return None
-    return _speedups

@@ -26,4 +26,5 @@ mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/ker
 python3 -m pip install -q -e '.[test]'   # also builds the C hot loops (ehtool/_speedups.c)
 export EHTOOL_REQUIRE_SPEEDUPS=1           # so the C code is tested, never skipped
 python3 -m ruff check ehtool tests bench scripts
+lint-imports   # the layer and no-cycle contracts in pyproject.toml ([tool.importlinter])
 python3 -m pytest -q -rs "$@"

@@ -95,12 +95,18 @@ def _time(seconds: int) -> _dt.datetime | int:
         return seconds
 
 
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
 def _bool(value: int) -> bool | int:
-    return bool(value) if value in (0, 1) else value
+    """False, True, else the value as a signed 32-bit int (as the JSON shows it)."""
+    return bool(value) if value in (0, 1) else _int32(value)
 
 
 def _char(data: bytes, codec: str) -> str:
-    return data.decode(codec, "surrogatepass" if codec != "latin-1" else "strict")
+    return _decoder(codec)(data)
 
 
 _UNSIGNED_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -128,7 +134,7 @@ KIND_SPECS: dict[str, _Spec] = {
     "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED),
     "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED),
     "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX),
-    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, int, FX_PY),
+    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_PY),
     "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_PY),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
                   sized_json=True),
@@ -266,7 +272,16 @@ class StringKind:
 
 
 def _decoder(codec: str) -> Callable[[bytes], str]:
-    errors = "strict" if codec == "latin-1" else "surrogatepass" if codec != "utf-8" else "replace"
+    """bytes -> str as the JSON shows them: lone UTF-16 surrogates kept, invalid UTF-8
+    and UTF-32 code points above U+10FFFF as U+FFFD."""
+    if codec.startswith("utf-32"):
+        order = ">" if codec.endswith("be") else "<"
+
+        def utf32(b: bytes) -> str:
+            points = struct.unpack(f"{order}{len(b) // 4}I", bytes(b)[:len(b) // 4 * 4])
+            return "".join(chr(c) if c <= 0x10FFFF else "\ufffd" for c in points)
+        return utf32
+    errors = "surrogatepass" if codec.startswith("utf-16") else "replace"
     return lambda b: bytes(b).decode(codec, errors)
 
 

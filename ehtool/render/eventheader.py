@@ -21,21 +21,18 @@ only has to check that the metadata bytes are the ones it compiled
 
 from __future__ import annotations
 
-import struct
-
-from ehtool.eventheader.grammar import (
-    EventHeaderError,
-    parse_extensions,
-)
+from ehtool.eventheader.decoder import NameInfo, parse_name, read_event
+from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG, ExtensionKind
+from ehtool.eventheader.grammar import EventHeaderError, extension_struct
 from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.render.style import JsonStyle
 from ehtool.values import text as v
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
 
-_HEX_DIGITS = frozenset(b"0123456789abcdef")
-_HEADER = {True: struct.Struct("<BBHHBB"), False: struct.Struct(">BBHHBB")}
-_EXTENSION = {True: struct.Struct("<HH"), False: struct.Struct(">HH")}
+_EXTENSION = {True: extension_struct(True), False: extension_struct(False)}
+#: an activity-id extension followed by another (the metadata)
+_ACTIVITY_CHAINED = ExtensionKind.ACTIVITY_ID | EXTENSION_KIND_CHAIN_FLAG
 _META_KEYS = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
               "relatedActivity")
 
@@ -96,68 +93,9 @@ class DecodedEvent:
     level = property(lambda self: self.info.level)
     keyword = property(lambda self: self.info.keyword)
 
-    def values(self) -> list[tuple[str, object]]:
-        """The fields as Python values, in order: ``(name, value)`` pairs as the JSON
-        shows them (names with any ``;tag=``), structs as lists of pairs, arrays as
-        lists; duplicate names are kept."""
-        import json
-
-        text = self.fields.lstrip(b", ")
-        return json.loads(b"{" + text + b"}", object_pairs_hook=list) if text else []
-
     def __repr__(self) -> str:
         return (f"DecodedEvent({self.name_json.decode('utf-8', 'replace')}, "
                 f"fields={self.fields[:60]!r})")
-
-
-class _NameInfo:
-    """What the decoder needs from a tracepoint name (reference StartEvent rules)."""
-
-    __slots__ = ("provider", "level", "keyword", "options", "provider_json")
-
-    def __init__(self, provider: str, level: int, keyword: int, options: str) -> None:
-        self.provider = provider
-        self.level = level
-        self.keyword = keyword
-        self.options = options
-        self.provider_json = v.utf8_json(provider.encode("utf-8", "surrogateescape"))[:-1]
-
-
-def _parse_name(name: str) -> _NameInfo | None:
-    """Lenient parse, exactly as the reference decoder: last ``_``, ``L`` hex, ``K`` hex,
-    options of an uppercase letter and ``[0-9a-z]*``."""
-    if len(name) >= 256 or "\0" in name:
-        return None
-    cut = name.rfind("_")
-    if cut < 0:
-        return None
-    raw = name.encode("utf-8", "surrogateescape")
-    if len(raw) >= 256:
-        return None
-    pos = len(name[: cut + 1].encode("utf-8", "surrogateescape"))
-    if pos >= len(raw) or raw[pos] != ord("L"):
-        return None
-    level, pos = _hex(raw, pos + 1, 0xFF)
-    if pos >= len(raw) or raw[pos] != ord("K"):
-        return None
-    keyword, pos = _hex(raw, pos + 1, 0xFFFFFFFFFFFFFFFF)
-    options = raw[pos:]
-    i = 0
-    while i < len(options):
-        if not 65 <= options[i] <= 90:
-            return None
-        i += 1
-        while i < len(options) and (48 <= options[i] <= 57 or 97 <= options[i] <= 122):
-            i += 1
-    return _NameInfo(name[:cut], level, keyword, options.decode("ascii"))
-
-
-def _hex(raw: bytes, pos: int, mask: int) -> tuple[int, int]:
-    value = 0
-    while pos < len(raw) and raw[pos] in _HEX_DIGITS:
-        value = ((value << 4) | int(chr(raw[pos]), 16)) & mask
-        pos += 1
-    return value, pos
 
 
 class EventHeaderDecoder:
@@ -165,7 +103,7 @@ class EventHeaderDecoder:
 
     def __init__(self, style: JsonStyle) -> None:
         self.style = style
-        self._names: dict[str, _NameInfo | None] = {}
+        self._names: dict[str, NameInfo | None] = {}
         self._plans: dict[tuple[bool, bytes], Plan | EventHeaderError] = {}
         self._infos: dict[tuple, EventInfo] = {}
         # tracepoint name -> first 12 event bytes -> (metadata bytes expected at byte 12
@@ -220,30 +158,15 @@ class EventHeaderDecoder:
 
     def _decode_slow(self, tracepoint_name: str, data: bytes, offset: int) -> tuple | None:
         """Full checks; remembers the event's layout for the fast path when it can."""
-        if len(data) - offset < 8:
-            return None
         name = self._names.get(tracepoint_name, False)
         if name is False:
             if len(self._names) >= PLAN_CACHE_MAX:
                 self._names.clear()
-            name = self._names[tracepoint_name] = _parse_name(tracepoint_name)
-        if name is None:
+            name = self._names[tracepoint_name] = parse_name(tracepoint_name)
+        event = read_event(name, data, offset)
+        if event is None:
             return None
-        flags = data[offset]
-        if flags & ~0x07:
-            return None
-        little = bool(flags & 0x02)
-        header = _HEADER[little].unpack_from(data, offset)
-        if header[5] != name.level:
-            return None
-        if not flags & 0x04:
-            return None  # no extension, so no metadata
-        try:
-            metadata, activity, pos = parse_extensions(data, offset + 8, little)
-        except EventHeaderError:
-            return None  # StartEvent fails: not shown as EventHeader
-        if metadata is None:
-            return None
+        little, header, metadata, activity, pos = event
         plan = self._plan(metadata, little)
         info = self._info(tracepoint_name, name, header, plan)
         related = activity[16:32] if activity is not None and len(activity) == 32 else None
@@ -269,7 +192,7 @@ class EventHeaderDecoder:
             raise EventHeaderError(str(plan))
         return plan
 
-    def _info(self, tracepoint: str, name: _NameInfo, header: tuple[int, ...],
+    def _info(self, tracepoint: str, name: NameInfo, header: tuple[int, ...],
               plan: Plan) -> EventInfo:
         key = (tracepoint, header, id(plan))
         info = self._infos.get(key)
@@ -280,7 +203,8 @@ class EventHeaderDecoder:
             flags, version, ident, tag, opcode, level = header
             info = self._infos[key] = EventInfo(
                 tracepoint, name.provider, name.options, name.keyword, header, plan,
-                name.provider_json + b":" + plan.event_name_json,
+                v.utf8_json(name.provider.encode("utf-8", "surrogateescape"))[:-1] + b":"
+                + plan.event_name_json,
                 self._header_meta(ident, version, level, name.keyword, opcode, tag))
         return info
 
@@ -289,12 +213,13 @@ class EventHeaderDecoder:
         """Fast-path entry for events whose extensions are [activity id,] metadata."""
         ext = _EXTENSION[little]
         size, kind = ext.unpack_from(data, offset + 8)
-        if kind == 1 and size == len(metadata):
+        if kind == ExtensionKind.METADATA and size == len(metadata):
             expect, activity_size = metadata, 0
-        elif activity is not None and kind == 0x8002 and size == len(activity):
+        elif activity is not None and kind == _ACTIVITY_CHAINED and size == len(activity):
             # then exactly one more extension: the metadata, not chained
             expect, activity_size = data[offset + 12 + size:pos], size
-            if ext.unpack_from(expect) != (len(metadata), 1) or expect[4:] != metadata:
+            if (ext.unpack_from(expect) != (len(metadata), ExtensionKind.METADATA)
+                    or expect[4:] != metadata):
                 return
         else:
             return

@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from ehtool.eventheader.decoder import Fields, TypedDecoder
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
@@ -322,7 +323,11 @@ def test_offset_and_memoryview_input():
 def test_values_keep_order_duplicates_and_nesting():
     defs = [fd(b"five", E.VALUE8), fd(b"S", E.STRUCT, 2), fd(b"h", E.VALUE16, F.HEX_INT),
             fd(b"a", E.ZSTRING_CHAR8, varray=True), fd(b"five", E.VALUE8)]
-    ev = EventHeaderDecoder(SPACED).decode(TP, event(defs, b"\5\x10\0\2\0x\0y\0\5"))
-    assert ev.values() == [("five", 5), ("S", [("h", "0x10"), ("a", ["x", "y"])]),
-                           ("five", 5)]
+    data = event(defs, b"\5\x10\0\2\0x\0y\0\5")
+    ev = EventHeaderDecoder(SPACED).decode(TP, data)
     json.loads(b"{" + ev.fields[2:] + b"}")
+    typed = TypedDecoder().decode(TP, data)
+    assert list(typed.fields) == [("five", 5), ("S", Fields([("h", 16), ("a", ["x", "y"])])),
+                                  ("five", 5)]
+    assert typed.fields.getall("five") == [5, 5] and typed.fields["S"]["h"] == 16
+    assert (typed.provider, typed.name, typed.level) == ("Prov", "Ev", 5)

@@ -1,0 +1,316 @@
+"""EventHeader events -> Python values (the typed layer).
+
+:func:`read_event` applies perf-decode's rules for *whether* a tracepoint's
+data is an EventHeader event (a ``_L<level>K<keyword>`` name, known flags, the
+name's level, a metadata extension); the JSON renderer uses it too.
+:class:`TypedDecoder` then walks the field definitions with the value rulebook
+(:mod:`ehtool.eventheader.kinds`) and returns :class:`Fields` of ``int``,
+``float``, ``str``, ``bytes``, ``bool``, ``uuid.UUID``, ``ipaddress`` and
+``datetime`` values, lists for arrays and nested :class:`Fields` for structs.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ehtool.eventheader.enums import (
+    HEADER_FLAGS_KNOWN,
+    STRUCT_NESTING_LIMIT,
+    FieldEncoding,
+    HeaderFlags,
+)
+from ehtool.eventheader.grammar import (
+    TOP_LEVEL_FIELD_LIMIT,
+    EventHeaderError,
+    FieldDef,
+    header_struct,
+    parse_extensions,
+    parse_metadata,
+)
+from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
+
+__all__ = ["EventHeaderEvent", "EventHeaderError", "Fields", "NameInfo", "RawEvent",
+           "TypedDecoder", "parse_name", "read_event"]
+
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+class Fields(tuple):
+    """Decoded fields in payload order: ``(name, value)`` pairs, duplicate names kept.
+
+    ``fields["count"]`` is the first field of that name, ``fields[0]`` the first pair;
+    :meth:`get`, :meth:`getall` and :meth:`to_dict` as for a multi-dict.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            for name, value in self:
+                if name == key:
+                    return value
+            raise KeyError(key)
+        return tuple.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for name, value in self:
+            if name == key:
+                return value
+        return default
+
+    def getall(self, key: str) -> list[Any]:
+        return [value for name, value in self if name == key]
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (nested structs too); of duplicate names the first wins."""
+        out: dict[str, Any] = {}
+        for name, value in self:
+            out.setdefault(name, _plain(value))
+        return out
+
+    def __repr__(self) -> str:
+        return "Fields(" + ", ".join(f"{n}={v!r}" for n, v in self) + ")"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Fields):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+# -- is it EventHeader? ----------------------------------------------------------------
+
+class NameInfo(NamedTuple):
+    """What a tracepoint name says, read leniently as the reference decoder does."""
+
+    provider: str
+    level: int
+    keyword: int
+    options: str
+
+
+def parse_name(name: str) -> NameInfo | None:
+    """``Provider_L<hex>K<hex><options>`` -> NameInfo, or None: last ``_``, ``L`` hex,
+    ``K`` hex, options of an uppercase letter and ``[0-9a-z]*`` (the reference's rules)."""
+    if len(name) >= 256 or "\0" in name:
+        return None
+    cut = name.rfind("_")
+    if cut < 0:
+        return None
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) >= 256:
+        return None
+    pos = len(name[: cut + 1].encode("utf-8", "surrogateescape"))
+    if pos >= len(raw) or raw[pos] != ord("L"):
+        return None
+    level, pos = _hex(raw, pos + 1, 0xFF)
+    if pos >= len(raw) or raw[pos] != ord("K"):
+        return None
+    keyword, pos = _hex(raw, pos + 1, 0xFFFFFFFFFFFFFFFF)
+    options = raw[pos:]
+    i = 0
+    while i < len(options):
+        if not 65 <= options[i] <= 90:
+            return None
+        i += 1
+        while i < len(options) and (48 <= options[i] <= 57 or 97 <= options[i] <= 122):
+            i += 1
+    return NameInfo(name[:cut], level, keyword, options.decode("ascii"))
+
+
+def _hex(raw: bytes, pos: int, mask: int) -> tuple[int, int]:
+    value = 0
+    while pos < len(raw) and raw[pos] in _HEX_DIGITS:
+        value = ((value << 4) | int(chr(raw[pos]), 16)) & mask
+        pos += 1
+    return value, pos
+
+
+class RawEvent(NamedTuple):
+    """An EventHeader event's parts, before its fields are decoded."""
+
+    little: bool
+    header: tuple[int, ...]  # flags, version, id, tag, opcode, level
+    metadata: bytes
+    activity: bytes | None  # 16 or 32 bytes (activity id, related activity id)
+    payload: int  # offset of the field data
+
+
+def read_event(name: NameInfo | None, data: bytes, offset: int = 0) -> RawEvent | None:
+    """The event at ``data[offset:]`` if perf-decode shows it as EventHeader, else None."""
+    if name is None or len(data) - offset < 8:
+        return None
+    flags = data[offset]
+    if flags & ~HEADER_FLAGS_KNOWN or not flags & HeaderFlags.EXTENSION:
+        return None  # unknown flags, or no extension and so no metadata
+    little = bool(flags & HeaderFlags.LITTLE_ENDIAN)
+    header = header_struct(little).unpack_from(data, offset)
+    if header[5] != name.level:
+        return None
+    try:
+        metadata, activity, pos = parse_extensions(data, offset + 8, little)
+    except EventHeaderError:
+        return None  # the reference's StartEvent fails: not shown as EventHeader
+    if metadata is None:
+        return None
+    return RawEvent(little, header, metadata, activity, pos)
+
+
+# -- typed values ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class EventHeaderEvent:
+    """One decoded EventHeader event."""
+
+    provider: str
+    name: str
+    attributes: str  # the metadata name's ``;key=value`` suffix, without the first ``;``
+    options: str  # the tracepoint name's options (``G<group>``...)
+    level: int
+    keyword: int
+    opcode: int
+    id: int
+    version: int
+    tag: int
+    flags: int
+    activity: uuid.UUID | None
+    related_activity: uuid.UUID | None
+    fields: Fields
+
+
+_U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
+
+
+class TypedDecoder:
+    """Decodes EventHeader events to :class:`EventHeaderEvent` (metadata parsed once)."""
+
+    def __init__(self, cache_size: int = 1024) -> None:
+        self._names: dict[str, NameInfo | None] = {}
+        self._metadata: OrderedDict[tuple[bool, bytes], tuple[str, str, list[FieldDef]]] = (
+            OrderedDict())
+        self._cache_size = cache_size
+
+    def decode(self, tracepoint_name: str, data: bytes | memoryview,
+               offset: int = 0) -> EventHeaderEvent | None:
+        """None when the data is not EventHeader (show it as a plain tracepoint);
+        raises EventHeaderError when it is but is malformed."""
+        data = bytes(data)
+        name = self._names.get(tracepoint_name, False)
+        if name is False:
+            if len(self._names) >= self._cache_size:
+                self._names.clear()
+            name = self._names[tracepoint_name] = parse_name(tracepoint_name)
+        raw = read_event(name, data, offset)
+        if raw is None:
+            return None
+        event_name, attributes, defs = self._parse(raw.metadata, raw.little)
+        if len(defs) > TOP_LEVEL_FIELD_LIMIT:
+            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+        fields, _ = _Walker(data, raw.little, offset).members(defs, raw.payload, 1)
+        act = raw.activity
+        flags, version, ident, tag, opcode, level = raw.header
+        return EventHeaderEvent(
+            name.provider, event_name, attributes, name.options, level, name.keyword, opcode,
+            ident, version, tag, flags,
+            uuid.UUID(bytes=act[:16]) if act else None,
+            uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, fields)
+
+    def _parse(self, metadata: bytes, little: bool) -> tuple[str, str, list[FieldDef]]:
+        key = (little, metadata)
+        hit = self._metadata.get(key)
+        if hit is None:
+            name, defs = parse_metadata(metadata, little)
+            event_name, _, attributes = name.partition(b";")
+            hit = (event_name.decode("utf-8", "replace"), attributes.decode("utf-8", "replace"),
+                   defs)
+            self._metadata[key] = hit
+            if len(self._metadata) > self._cache_size:
+                self._metadata.popitem(last=False)
+        else:
+            self._metadata.move_to_end(key)
+        return hit
+
+
+class _Walker:
+    """Reads field values from one event's payload, in payload order."""
+
+    __slots__ = ("data", "little", "origin")
+
+    def __init__(self, data: bytes, little: bool, origin: int) -> None:
+        self.data = data
+        self.little = little
+        self.origin = origin
+
+    def members(self, defs: list[FieldDef], pos: int, depth: int) -> tuple[Fields, int]:
+        out = []
+        for d in defs:
+            value, pos = self.value(d, pos, depth)
+            out.append((d.name.decode("utf-8", "replace"), value))
+        return Fields(out), pos
+
+    def value(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
+        if d.error is not None:
+            raise EventHeaderError(d.error)
+        if d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
+            raise EventHeaderError(f"struct {d.name!r} nested deeper than "
+                                   f"{STRUCT_NESTING_LIMIT}")
+        if d.array is None:
+            return self.element(d, pos, depth)
+        count = d.array
+        if not count:
+            count, pos = self.u16(pos), pos + 2
+        items = []
+        for _ in range(count):
+            item, pos = self.element(d, pos, depth)
+            items.append(item)
+        return items, pos
+
+    def element(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
+        if d.encoding == FieldEncoding.STRUCT:
+            return self.members(d.members, pos, depth + 1)
+        data = self.data
+        size = FIXED_SIZES.get(d.encoding)
+        if size is not None:
+            if pos + size > len(data):
+                self.past_end(pos)
+            return fixed_kind(size, d.format, self.little).python(data[pos:pos + size]), \
+                pos + size
+        unit = UNIT_SIZES[d.encoding]
+        if d.encoding in ZSTRINGS:
+            end = pos
+            nul = b"\0" * unit
+            while True:
+                end = data.find(nul, end)
+                if end < 0:
+                    raise EventHeaderError(f"string at byte {pos - self.origin} has no "
+                                           "terminator")
+                if (end - pos) % unit == 0:
+                    break
+                end += 1
+            start, after = pos, end + unit
+        else:
+            if pos + 2 > len(data):
+                self.past_end(pos)
+            start = pos + 2
+            end = after = start + self.u16(pos) * unit
+            if end > len(data):
+                self.past_end(pos)
+        return string_kind(d.encoding, d.format, self.little).typed(data[start:end]), after
+
+    def u16(self, pos: int) -> int:
+        if pos + 2 > len(self.data):
+            self.past_end(pos)
+        return _U16[self.little].unpack_from(self.data, pos)[0]
+
+    def past_end(self, pos: int) -> None:
+        raise EventHeaderError(f"field data runs past the end of the event "
+                               f"(byte {pos - self.origin})")

@@ -1,0 +1,157 @@
+"""The typed event layer: perf.data samples as Python objects.
+
+::
+
+    import ehtool
+    with ehtool.open("perf.data") as events:     # file or pipe mode; "-" for stdin
+        for ev in events:
+            ev.name                # "MyProvider:Started" or "sched:sched_switch"
+            ev.provider, ev.event  # the two halves of ``name``
+            ev.meta["level"], ev.meta["cpu"], ev.time
+            ev.fields["count"]     # int, float, str, bytes, bool, uuid.UUID, ipaddress,
+                                   # datetime, lists (arrays), Fields (structs)
+
+EventHeader events are decoded with :class:`ehtool.eventheader.decoder.TypedDecoder`;
+other tracepoints (and EventHeader events that are malformed: ``ev.error`` says
+why) from their tracefs format. Filters, ``info`` and the columnar writers read
+this layer; the JSON fast path (``ehtool.render``) renders the same samples
+straight to text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ehtool.errors import InputError
+from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder
+from ehtool.formats.values import field_value
+
+__all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
+
+
+@dataclass(slots=True)
+class Event:
+    """One decoded event."""
+
+    #: ``provider:event`` as perf-decode's ``"n"``
+    name: str
+    provider: str
+    event: str
+    #: session-clock time in ns (None when not recorded); see :attr:`utc_ns`
+    time: int | None
+    #: time, cpu, pid, tid, comm, and for EventHeader events id, version, level,
+    #: keyword, opcode, tag, activity, related_activity (uuid.UUID), options, flags
+    meta: dict[str, Any]
+    fields: Fields
+    #: the tracepoint (``user_events:MyProvider_L5K1``)
+    tracepoint: str
+    #: True when decoded as EventHeader
+    eventheader: bool = False
+    #: nanoseconds since the epoch (UTC) when the file has clock data, else None
+    utc_ns: int | None = None
+    #: why an EventHeader tracepoint's data was decoded as a plain tracepoint
+    error: str | None = None
+    #: byte offset of the sample record in the input
+    offset: int = field(default=0, repr=False)
+
+
+class SampleConverter:
+    """perf.data samples -> :class:`Event` (caches per event description)."""
+
+    def __init__(self, *, big_endian: bool = False, comm_of: Callable[[int], str | None]
+                 | None = None, clock: Any = None) -> None:
+        self.big_endian = big_endian
+        self.comm_of = comm_of
+        self.clock = clock
+        self.decoder = TypedDecoder()
+        self._descs: dict[Any, tuple[str, str, str, Any, int | None]] = {}
+
+    def _desc(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
+        hit = self._descs.get(desc)
+        if hit is None:
+            fmt = desc.format
+            name = desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None else "")
+            provider, _, event = name.partition(":")
+            offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
+            hit = (name, provider, event, fmt, offset)
+            self._descs[desc] = hit
+        return hit
+
+    def convert(self, sample: Any) -> Event:
+        """The event of one :class:`ehtool.perfdata.Sample`."""
+        name, provider, event, fmt, eh_offset = self._desc(sample.desc)
+        meta: dict[str, Any] = {"time": sample.time, "cpu": sample.cpu, "pid": sample.pid,
+                                "tid": sample.tid}
+        if self.comm_of is not None and sample.tid is not None:
+            meta["comm"] = self.comm_of(sample.tid)
+        off = self.clock.offset_ns if self.clock is not None else None
+        utc = sample.time + off if off is not None and sample.time is not None else None
+        raw = sample.raw
+        error = None
+        if eh_offset is not None:
+            try:
+                eh = self.decoder.decode(fmt.name, raw, eh_offset)
+            except EventHeaderError as exc:
+                eh, error = None, str(exc)
+            if eh is not None:
+                meta.update(id=eh.id, version=eh.version, level=eh.level, keyword=eh.keyword,
+                            opcode=eh.opcode, tag=eh.tag, activity=eh.activity,
+                            related_activity=eh.related_activity, options=eh.options,
+                            flags=eh.flags)
+                return Event(f"{eh.provider}:{eh.name}", eh.provider, eh.name, sample.time,
+                             meta, eh.fields, sample.desc.name, True, utc, None,
+                             sample.offset)
+        if fmt is None:
+            fields = Fields([("raw", bytes(raw))])
+        else:
+            fields = Fields([(f.name, field_value(f, raw, self.big_endian))
+                             for f in fmt.fields])
+        return Event(name, provider, event, sample.time, meta, fields, name, False, utc,
+                     error, sample.offset)
+
+
+class EventFile:
+    """An open perf.data file whose iteration yields :class:`Event` objects.
+
+    Iteration ends with the last complete record; a truncated or corrupt input
+    then raises :class:`ehtool.errors.InputError` (the events before it were yielded).
+    """
+
+    def __init__(self, path: str | os.PathLike, *, order: str = "time",
+                 on_error: Callable[[InputError], None] | None = None) -> None:
+        from ehtool.perfdata import PerfDataFile
+
+        self.path = os.fspath(path)
+        self.order = order
+        self.perf = PerfDataFile.open(self.path, on_error=on_error)
+        self.converter = SampleConverter(big_endian=self.perf.big_endian,
+                                         comm_of=self.perf.session.comm,
+                                         clock=self.perf.session.clock)
+
+    def __iter__(self) -> Iterator[Event]:
+        convert = self.converter.convert
+        for sample in self.perf.samples(order=self.order):
+            yield convert(sample)
+
+    def close(self) -> None:
+        self.perf.close()
+
+    def __enter__(self) -> EventFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.open)
+         on_error: Callable[[InputError], None] | None = None) -> EventFile:
+    """Open a perf.data file (file or pipe mode; ``"-"``: standard input) for typed events.
+
+    ``order``: ``"time"`` (perf-decode's order) or ``"file"``. ``on_error`` receives
+    recoverable problems (an unknown sample id...); without it the first is raised
+    at the end.
+    """
+    return EventFile(path, order=order, on_error=on_error)
