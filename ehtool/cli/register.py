@@ -78,16 +78,11 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
 def _check_spec(spec: TracepointSpec) -> None:
     """UsageError when ``spec`` cannot be registered as given (see names.parse)."""
     from ehtool.errors import UsageError
-    from ehtool.eventheader.names import InvalidNameError, parse
     from ehtool.kernel.registry import check_definition
     from ehtool.record.specs import SpecKind
 
     if spec.kind is SpecKind.IDENTIFIER:
         raise UsageError(f"{spec.source}: {spec.tracepoint!r} names an existing tracepoint "
                          "(leading ':'); register takes definitions")
-    if spec.kind is SpecKind.EVENTHEADER:
-        try:
-            parse(spec.name, canonical=True)
-        except InvalidNameError as exc:
-            raise UsageError(f"{spec.source}: {exc}") from None
+    spec.check_registrable()
     check_definition(spec.command, spec.source)

@@ -16,16 +16,14 @@ from ehtool.kernel import tracefs
 def list_user_events() -> list[dict[str, Any]]:
     """``[{"name", "tracepoint", "definition", "eventheader", "enabled", "used_by"}]``."""
     from ehtool.eventheader.names import is_eventheader_name
-    from ehtool.formats.tracefs_format import parse_format
 
     out = []
     for entry in tracefs.read_status():
         definition = entry.name
         eventheader = False
         try:
-            fmt = parse_format(tracefs.read_format("user_events", entry.name), "user_events")
-            definition = tracefs.definition_text(entry.name,
-                                                 [(f.decl, f.size) for f in fmt.fields])
+            fmt = tracefs.read_user_event_format(entry.name)
+            definition = tracefs.read_definition(entry.name, fmt)
             eventheader = fmt.eventheader_offset is not None and is_eventheader_name(entry.name)
         except (KernelError, ValueError):
             pass

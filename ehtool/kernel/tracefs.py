@@ -13,8 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ehtool.errors import KernelError
+
+if TYPE_CHECKING:
+    from ehtool.formats.tracefs_format import EventFormat
 
 DEFAULT_TRACEFS = Path("/sys/kernel/tracing")
 
@@ -110,12 +114,18 @@ def read_format(system: str, name: str) -> str:
     return text
 
 
-def read_definition(name: str) -> str:
-    """A user_event's definition in user_events syntax, rebuilt from its format file
-    (``Name u32 a; char[16] b``; ``Name ;`` when it has no fields)."""
+def read_user_event_format(name: str) -> EventFormat:
+    """The parsed format file of user_event ``name`` (KernelError, FormatError)."""
     from ehtool.formats.tracefs_format import parse_format
 
-    fmt = parse_format(read_format("user_events", name), "user_events")
+    return parse_format(read_format("user_events", name), "user_events")
+
+
+def read_definition(name: str, fmt: EventFormat | None = None) -> str:
+    """A user_event's definition in user_events syntax, rebuilt from its format file
+    (``Name u32 a; char[16] b``; ``Name ;`` when it has no fields)."""
+    if fmt is None:
+        fmt = read_user_event_format(name)
     return definition_text(name, [(f.decl, f.size) for f in fmt.fields])
 
 

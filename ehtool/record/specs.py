@@ -63,6 +63,17 @@ class TracepointSpec:
         """``system:name``, as perf's ``-e`` wants it."""
         return f"{self.system}:{self.name}"
 
+    def check_registrable(self) -> None:
+        """SpecError for an EventHeader name ehtool must not register as given: one no
+        producer writes to (``P_L05K1``: producers write ``P_L5K1``; see names.parse)."""
+        if self.kind is not SpecKind.EVENTHEADER:
+            return
+        try:
+            parse(self.name, canonical=True)
+        except InvalidNameError as exc:
+            where = f"{self.source}: " if self.source else ""
+            raise SpecError(f"{where}{exc}") from None
+
     @property
     def command(self) -> str | None:
         """The user_events registration command, or None for identifiers."""

@@ -14,35 +14,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ehtool.errors import EhtoolError, KernelError
+from ehtool.errors import EhtoolError
+from ehtool.kernel.tracefs import event_exists, find_tracefs
+from ehtool.kernel.user_events import UserEvents
 from ehtool.record.specs import SpecError, SpecKind, TracepointSpec
-
-_TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 
 def locate_tracefs() -> Path:
-    """tracefs's mount point (the kernel library's answer when it is available)."""
-    try:
-        from ehtool.kernel.tracefs import find_tracefs
-    except ImportError:  # pragma: no cover - the kernel package is not there yet
-        for candidate in _TRACEFS_CANDIDATES:
-            if Path(candidate, "events").is_dir():
-                return Path(candidate)
-        raise KernelError("tracefs is not mounted: 'mount -t tracefs nodev /sys/kernel/tracing'"
-                          ) from None
+    """tracefs's mount point (KernelError with a hint when it is not mounted)."""
     return Path(find_tracefs())
-
-
-def tracepoint_exists(tracefs: Path, system: str, name: str) -> bool:
-    """True when ``events/<system>/<name>/id`` exists under ``tracefs``."""
-    return (tracefs / "events" / system / name / "id").exists()
 
 
 class TracepointHolder:
     """Registers the missing tracepoints of ``specs`` and keeps them until released.
 
     ``exists(system, name)`` and ``open_user_events()`` are injectable for tests;
-    by default they use tracefs and :class:`ehtool.kernel.user_events.UserEvents`.
+    by default they are :func:`ehtool.kernel.tracefs.event_exists` and
+    :meth:`ehtool.kernel.user_events.UserEvents.open`.
     """
 
     def __init__(self, specs: Sequence[TracepointSpec], *,
@@ -58,7 +46,7 @@ class TracepointHolder:
 
     def plan(self) -> list[TracepointSpec]:
         """The specs to register; SpecError when an identifier names nothing."""
-        exists = self._exists or _default_exists()
+        exists = self._exists or event_exists
         missing_ids = []
         to_register = []
         for spec in self.specs:
@@ -67,7 +55,7 @@ class TracepointHolder:
             if spec.kind is SpecKind.IDENTIFIER:
                 missing_ids.append(spec)
             else:
-                _check_registrable(spec)
+                spec.check_registrable()
                 to_register.append(spec)
         if missing_ids:
             names = ", ".join(spec.tracepoint for spec in missing_ids)
@@ -83,7 +71,7 @@ class TracepointHolder:
         to_register = self.plan()
         if not to_register:
             return []
-        opener = self._open or _default_open()
+        opener = self._open or UserEvents.open
         try:
             self._user_events = opener()
             for spec in to_register:
@@ -115,34 +103,3 @@ class TracepointHolder:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def _default_exists() -> Callable[[str, str], bool]:
-    try:
-        from ehtool.kernel.tracefs import event_exists
-    except ImportError:  # pragma: no cover - the kernel package is not there yet
-        tracefs = locate_tracefs()
-        return lambda system, name: tracepoint_exists(tracefs, system, name)
-    return event_exists
-
-
-def _default_open() -> Callable[[], Any]:
-    try:
-        from ehtool.kernel.user_events import UserEvents
-    except ImportError as exc:  # pragma: no cover - the kernel package is not there yet
-        raise KernelError(f"cannot register tracepoints: {exc}") from None
-    return UserEvents.open
-
-
-def _check_registrable(spec: TracepointSpec) -> None:
-    """SpecError for an EventHeader name ehtool must not register as given: one no
-    producer writes to (``P_L05K1``: producers write ``P_L5K1``; see names.parse)."""
-    if spec.kind is not SpecKind.EVENTHEADER:
-        return
-    from ehtool.eventheader.names import InvalidNameError, parse
-
-    try:
-        parse(spec.name, canonical=True)
-    except InvalidNameError as exc:
-        where = f"{spec.source}: " if spec.source else ""
-        raise SpecError(f"{where}{exc}") from None
