@@ -21,10 +21,10 @@ char8/16/32  string8 (1), string_utf (2/4)        ``"c"``     str
 =========  =====================================  ==========  =====================
 
 Every back end reads this module and nothing else for these rules: the
-generated Python renderer (:attr:`Kind.code`, :attr:`Kind.piece`,
-:meth:`Kind.expr`), the C op compiler (:attr:`Kind.c_kind`, :attr:`StringKind.c_flags`),
+generated Python renderer (``Kind.code``, ``Kind.piece``, ``Kind.json``,
+:attr:`Kind.swapped`), the C op compiler (``Kind.c_kind``, ``StringKind.c_flags``),
 the tracefs field renderer (:func:`integer_kind`) and the typed decoder
-(:attr:`Kind.typed`). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
+(``Kind.typed``, ``StringKind.typed``). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
 (and a :data:`KIND_SPECS` entry if it needs a new kind).
 """
 
@@ -170,7 +170,7 @@ class Kind:
     c_kind: int
 
     def text(self, value: Any) -> bytes:
-        """JSON of an unpacked value (after :meth:`swap` for ports)."""
+        """JSON of a value the rules apply to (see :meth:`value`)."""
         return self.piece % value if self.json is None else self.json(value)
 
     @property
