@@ -4,10 +4,8 @@ the project's own recordings."""
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 import json
-import math
 import subprocess
 import sys
 import uuid
@@ -17,8 +15,8 @@ import pytest
 
 import ehtool
 from ehtool.eventheader.decoder import Fields
-from ehtool.values.times import format_utc_seconds
 from golden import golden_path
+from shown import same
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,40 +26,6 @@ def _json_events(path: Path) -> list[dict]:
                           "--no-field-tags", "--sort", "file", "--meta", "all,-common", str(path)],
                          capture_output=True, check=True)
     return [json.loads(line, object_pairs_hook=list) for line in run.stdout.splitlines()]
-
-
-def _same(typed: object, shown: object) -> bool:
-    """Whether a typed value is the value the JSON text shows."""
-    if isinstance(typed, Fields):
-        return isinstance(shown, list) and len(typed) == len(shown) and all(
-            n == m and _same(a, b) for (n, a), (m, b) in zip(typed, shown, strict=True))
-    if isinstance(typed, list):
-        return isinstance(shown, list) and len(typed) == len(shown) and all(
-            _same(a, b) for a, b in zip(typed, shown, strict=True))
-    if isinstance(typed, bool):
-        return shown is typed
-    if isinstance(typed, int):
-        if isinstance(shown, str):  # hex ("0x1F"), errno ("ENOENT(2)"), bool beyond 0/1
-            if shown.startswith("0x"):
-                return int(shown, 16) == typed
-            # errno "ENOENT(2)"; a time beyond datetime's years stays int seconds
-            return shown.endswith(f"({typed})") or shown == format_utc_seconds(typed)
-        return shown == typed
-    if isinstance(typed, float):
-        if math.isnan(typed):
-            return shown in ("nan", "-nan") or shown != shown
-        if isinstance(shown, str):  # inf
-            return str(typed) in shown or shown.replace("inf", "inf") == repr(typed)
-        return math.isclose(typed, shown, rel_tol=1e-6)
-    if isinstance(typed, dt.datetime):
-        return shown == typed.strftime("%Y-%m-%dT%H:%M:%S")
-    if isinstance(typed, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
-        return str(typed) == shown
-    if isinstance(typed, bytes):
-        return shown == " ".join(f"{b:02x}" for b in typed)
-    if isinstance(typed, str):
-        return shown == typed or "\ufffd" in shown or "\\u" in json.dumps(shown)
-    return typed is None and shown is None
 
 
 def _check(path: Path) -> int:
@@ -85,7 +49,7 @@ def _check(path: Path) -> int:
             assert len(ev.fields) == len(shown_fields), ev
             for (name, value), (key, text) in zip(ev.fields, shown_fields, strict=True):
                 assert name == key
-                assert _same(value, text), (ev.name, name, value, text)
+                assert same(value, text), (ev.name, name, value, text)
                 checked += 1
         else:
             assert ev.fields.names() == [k for k, _ in shown_fields]
