@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.perfdata.grammar import SampleType
 from ehtool.render.style import JsonStyle
 from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
 
@@ -58,7 +59,7 @@ def _check_meta(key: str) -> str:
 
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
-_TIME_CPU_TID = (1 << 1) | (1 << 2) | (1 << 7)
+_TIME_CPU_TID = int(SampleType.TID | SampleType.TIME | SampleType.CPU)
 
 
 class SampleFormatter:
