@@ -78,3 +78,77 @@ case "${1:-}" in
     --setup) setup; exit 0 ;;
     -h|--help|"") sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
 esac
+
+# kvm only where it is hardware-assisted: a /dev/kvm backed by PVM (kvm_pvm module,
+# no vmx/svm flags, as on some cloud VMs) crawls with stock kernels, then fails.
+accel() {
+    case "${EHTOOL_GUEST_ACCEL:-}" in kvm|tcg) echo "$EHTOOL_GUEST_ACCEL"; return ;; esac
+    if [[ -w /dev/kvm && ! -d /sys/module/kvm_pvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+        echo kvm
+    else
+        echo tcg
+    fi
+}
+
+timeout=1800 cpus=$(nproc) mem=2G keep=0
+while (($# > 1)); do
+    case "$1" in
+        --timeout) timeout=$2; shift 2 ;;
+        --cpus) cpus=$2; shift 2 ;;
+        --mem) mem=$2; shift 2 ;;
+        --keep) keep=1; shift ;;
+        --) shift; break ;;
+        -*) die "unknown option $1" ;;
+        *) break ;;
+    esac
+done
+(($# == 1)) || die "give one COMMAND (quote it); see --help"
+[[ -f $KERNEL ]] || die "no guest kernel at $KERNEL: run $0 --setup"
+command -v qemu-system-x86_64 >/dev/null || die "no qemu-system-x86_64: run $0 --setup"
+
+out=$(realpath -m "${EHTOOL_GUEST_OUT:-/tmp/ehtool-guest-out}")
+mkdir -p "$out"
+run=$(mktemp -d /tmp/ehtool-guest.XXXXXX)
+trap '((keep)) && say "kept $run" || rm -rf "$run"' EXIT
+
+cwd=$(pwd -P)
+printf '%s\n' "$1" >"$run/cmd"
+echo "$cwd" >"$run/cwd"
+echo "$out" >"$run/out"
+export -p | grep -vE '^declare -x (PWD|OLDPWD|SHLVL|_)(=|$)' >"$run/env" || true
+# A pyenv shim costs seconds per call under TCG: put the real interpreter first on PATH.
+if [[ "$(command -v python3)" == */shims/python3 ]] && py=$(pyenv which python3 2>/dev/null); then
+    echo "export PATH=\"${py%/*}:\$PATH\"" >>"$run/env"
+fi
+{   # writable (discarded) dirs: /tmp, /var, /root and the current dir
+    printf '%s\n' /tmp /var /root
+    case "$cwd/" in /|/tmp/|/var/|/root/|"$out"/*) ;; *) echo "$cwd" ;; esac
+} >"$run/overlays"
+
+if [[ $(accel) == kvm ]]; then accel=(-accel kvm -cpu host); else accel=(-accel tcg -cpu max); fi
+share="security_model=none,multidevs=remap"
+append="console=ttyS1 panic=-1 tsc=reliable clocksource=tsc init=$HERE/guest-init"
+append+=" root=root rootfstype=9p ro"
+append+=" rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose,access=any"
+
+# The guest has no ACPI: only one CPU per socket makes the BIOS tables list every CPU.
+set +e
+timeout -k 5 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -display none \
+    -no-reboot -M pc "${accel[@]}" -smp "$cpus,sockets=$cpus,cores=1,threads=1" -m "$mem" \
+    -kernel "$KERNEL" -append "$append" \
+    -virtfs "local,path=/,mount_tag=root,readonly=on,$share" \
+    -virtfs "local,path=$run,mount_tag=ctl,$share" \
+    -virtfs "local,path=$out,mount_tag=out,$share" \
+    -chardev stdio,id=cmd,signal=off -serial chardev:cmd -serial "file:$run/console.log" \
+    -device virtio-rng-pci </dev/null
+qemu=$?
+set -e
+if [[ -s $run/status ]]; then
+    status=$(<"$run/status")
+    ((status != 125)) || tail -n 20 "$run/console.log" >&2
+    exit "$status"
+fi
+((qemu != 124)) || { say "timeout after $timeout s"; exit 124; }
+say "the guest ended without a status (qemu exit $qemu); end of its kernel log:"
+tail -n 20 "$run/console.log" >&2 || true
+exit 125
