@@ -7,6 +7,7 @@
 #   tests/vm/run.sh [OPTIONS] 'COMMAND'  boot the guest, run COMMAND with bash as root
 #                                        in the current directory, exit with its status
 #                                        (124 timeout, 125 the guest broke)
+#                                        (2: bad usage)
 # OPTIONS: --timeout SECONDS (default 1800)  --cpus N (default: host cores)
 #          --mem SIZE (default 2G)  --keep (keep the run dir with the console log)
 # Environment: EHTOOL_GUEST_CACHE (default /var/cache/ehtool-guest),
@@ -23,6 +24,7 @@ PACKAGES=(qemu-system-x86 build-essential flex bison bc libelf-dev libssl-dev xz
 
 say() { echo "tests/vm: $*" >&2; }
 die() { say "$*"; exit 125; }
+usage() { say "$* (see --help)"; exit 2; }
 
 # --setup: idempotent; the kernel is rebuilt only when the source package version or
 # guest.config changes (stamp file next to vmlinux).  A lock serialises parallel calls.
@@ -32,6 +34,7 @@ setup() {
         dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
     done
     if ((${#missing[@]})); then
+        ((EUID == 0)) || die "run --setup as root: apt must install ${missing[*]}"
         say "installing ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
@@ -98,11 +101,12 @@ while (($# > 1)); do
         --mem) mem=$2; shift 2 ;;
         --keep) keep=1; shift ;;
         --) shift; break ;;
-        -*) die "unknown option $1" ;;
+        -*) usage "unknown option $1" ;;
         *) break ;;
     esac
 done
-(($# == 1)) || die "give one COMMAND (quote it); see --help"
+(($# == 1)) || usage "give one COMMAND, quoted"
+[[ $HERE != *[[:space:],]* ]] || die "the checkout's path must not hold blanks or commas: $HERE"
 [[ -f $KERNEL ]] || die "no guest kernel at $KERNEL: run $0 --setup"
 command -v qemu-system-x86_64 >/dev/null || die "no qemu-system-x86_64: run $0 --setup"
 
