@@ -1,6 +1,6 @@
 #!/bin/sh
 # How examples/eventheader.data was made (as root, on a kernel with user_events;
-# here: ../shared/vm/run-in-vm.sh 'sh examples/record-eventheader.sh $EHVM_OUT/eventheader.data').
+# here: tests/vm/run.sh 'sh examples/record-eventheader.sh $EHTOOL_GUEST_OUT/eventheader.data').
 out=${1:-eventheader.data}
 REQUEST='{"provider": "MyProvider", "event": "Request", "level": 4, "keyword": 2, "opcode": 1, "activity": "6f1c1f5e-5b9e-4a1e-9a43-1d9f2b7c0a11", "fields": [["url", "str", "/index.html"], ["status", "u16", 200], ["client", "struct", [["ip", "ipv4", "10.0.0.7"], ["port", "port", 51234]]], ["elapsed", "f64", 0.0125]]}'
 export REQUEST

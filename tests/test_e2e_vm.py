@@ -1,13 +1,13 @@
 """Run the kernel end-to-end suite (tests/e2e) inside one boot of the user_events guest.
 
 Used where this machine's kernel has no user_events (or we are not root); where
-it has, tests/e2e runs natively and this launcher skips. It skips otherwise only
-when there is no VM runner either (issue 4's rule); a runner without its guest
-kernel is a failure that says to run ``--setup`` (tests/run.sh and CI do).
+it has, tests/e2e runs natively and this launcher skips. The guest runner is the
+project's own (tests/vm/run.sh), so it never skips: a missing qemu or guest kernel
+is a failure that says to run ``tests/vm/run.sh --setup`` (tests/run.sh and CI do).
 
-The verdict comes from the JUnit XML the guest's pytest writes into
-``$EHVM_OUT`` (shared read-write with the host), not from the console, where
-qemu and the kernel may print lines of their own.
+The verdict comes from the JUnit XML the guest's pytest writes into the runner's
+output dir (written through to the host), not from the console, where qemu and
+the kernel may print lines of their own.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUNNER = Path(os.environ.get("EHTOOL_VM_RUNNER", REPO / ".." / "shared" / "vm" / "run-in-vm.sh"))
-KERNEL = Path(os.environ.get("EHVM_KERNEL", "/var/cache/ehtool-vm/vmlinux"))
-OUT_ROOT = Path(os.environ.get("EHVM_OUT", "/tmp/ehvm-out"))
+RUNNER = REPO / "tests" / "vm" / "run.sh"
+KERNEL = Path(os.environ.get("EHTOOL_GUEST_CACHE", "/var/cache/ehtool-guest")) / "vmlinux"
+OUT_ROOT = Path(os.environ.get("EHTOOL_GUEST_OUT", "/tmp/ehtool-guest-out"))
 
 
 def _native() -> bool:
@@ -57,20 +57,21 @@ def suite_verdict(returncode: int, junit: Path) -> str | None:
 def test_e2e_suite_in_vm():
     if _native():
         pytest.skip("this kernel has user_events: tests/e2e ran natively")
-    if not RUNNER.exists():
-        pytest.skip(f"kernel e2e tests NOT run: no user_events here (or not root) and no VM "
-                    f"runner at {RUNNER}")
-    assert KERNEL.exists(), f"no guest kernel at {KERNEL}: run 'bash {RUNNER} --setup' first"
+    setup = f"no user_events here: run '{RUNNER} --setup' (as root) for the guest"
+    assert shutil.which("qemu-system-x86_64"), f"no qemu-system-x86_64; {setup}"
+    assert KERNEL.exists(), f"no guest kernel at {KERNEL}; {setup}"
     OUT_ROOT.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="e2e-", dir=OUT_ROOT))
     junit = out / "e2e.xml"
-    inner = (f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m pytest "
+    # this checkout's ehtool, with the real interpreter (sys.executable is never a pyenv shim)
+    inner = (f"cd {shlex.quote(str(REPO))} && PYTHONPATH={shlex.quote(str(REPO))} "
+             f"{shlex.quote(sys.executable)} -m pytest "
              f"tests/e2e -q -rs --color=no -p no:cacheprovider "
              f"--junitxml={shlex.quote(str(junit))}")
     try:
         done = subprocess.run(["bash", str(RUNNER), "--timeout", "1500", inner],
                               capture_output=True, text=True, timeout=1800, check=False,
-                              env={**os.environ, "EHVM_OUT": str(OUT_ROOT)})
+                              env={**os.environ, "EHTOOL_GUEST_OUT": str(OUT_ROOT)})
         print(done.stdout + done.stderr)
         problem = suite_verdict(done.returncode, junit)
     finally:

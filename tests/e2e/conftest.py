@@ -3,7 +3,7 @@
 They need a kernel with user_events and root. Where that is missing (as on
 these development machines) every test here is skipped and
 ``tests/test_e2e_vm.py`` runs this whole directory inside one boot of the
-QEMU guest (``../shared/vm/run-in-vm.sh``) instead.
+QEMU guest (``tests/vm/run.sh``) instead.
 """
 
 from __future__ import annotations
