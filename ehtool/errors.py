@@ -65,3 +65,19 @@ class ExternalError(EhtoolError):
     """An external program (perf) is missing or failed."""
 
     exit_code = EXIT_EXTERNAL
+
+
+class SignalExit(SystemExit):
+    """A terminating signal (SIGTERM, SIGHUP...) ends the command: exit status 128+N."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
+def combined(problems: list[InputError]) -> InputError:
+    """One error for the problems met in an input: the first, and how many more."""
+    first = problems[0]
+    if len(problems) == 1:
+        return first
+    return InputError(f"{first.args[0]} (and {len(problems) - 1} more problems)")

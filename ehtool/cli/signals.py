@@ -10,18 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from ehtool.errors import SignalExit
+
+__all__ = ["SignalExit", "TERMINATING", "exit_on_signals"]
+
 #: the signals that end a command cleanly (SIGINT already raises KeyboardInterrupt)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 #: seconds between checks whether an import that delays the exit has finished
 _RETRY = 0.005
-
-
-class SignalExit(SystemExit):
-    """Raised in the main thread when a terminating signal arrives."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + signum)
-        self.signum = signum
 
 
 @contextmanager

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NamedTuple
 
-from ehtool.errors import EhtoolError
+from ehtool.errors import EhtoolError, InputError, SignalExit, combined
 from ehtool.render.events import META_DEFAULT
 from ehtool.render.style import SPACED, JsonStyle
 
@@ -136,7 +137,10 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
 
-    with PerfDataFile.open(path) as f:
+    # recoverable problems (an unknown sample id...) are collected here and reported
+    # after the last record; a fatal one (a corrupt record) ends the walk and is raised
+    problems: list[InputError] = []
+    with PerfDataFile.open(path, on_error=problems.append) as f:
         reading[0] = f
         if options.bind is not None:
             options.bind(f)
@@ -152,9 +156,11 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
             file=("stdin" if path == "-" else path) if options.jsonl else None,
         )
         if _parallel(f, options):
-            yield from _two_cores(f, fmt, options, writer)
+            yield from _two_cores(f, fmt, options, writer, problems)
         else:
             yield from _format_batches(f, fmt, options)
+        if problems:
+            raise combined(problems)
 
 
 def _parallel(f: Any, options: DecodeOptions) -> bool:
@@ -164,38 +170,52 @@ def _parallel(f: Any, options: DecodeOptions) -> bool:
     return not f.pipe_mode and f.data_range[1] - f.data_range[0] >= _PARALLEL_MIN_BYTES
 
 
-def _two_cores(f: Any, fmt: Any, options: DecodeOptions,
-               writer: Any) -> Iterator[list[bytes] | _Spliced]:
+def _two_cores(f: Any, fmt: Any, options: DecodeOptions, writer: Any,
+               problems: list[InputError]) -> Iterator[list[bytes] | _Spliced]:
     """Decode the input with a forked child: this process decodes and yields the
     records up to ``f.split_point()`` (a FINISHED_ROUND near the middle, so the
     output order is the one-process order) while the child finds that point
     itself and formats the rest, framed by ``writer.continuation``, into a
     temporary file that is then spliced in. Without such a point the child
     contributes nothing and this process reads to the end.
+
+    The result equals one process's on every input: the child's warnings follow
+    this half's, its recoverable problems are added to ``problems``, and a fatal
+    error in this half (where one process would stop reading) drops the child's half.
+    A signal that ends the child ends this process the same way.
     """
     import os
     import tempfile
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as report:
         pid = os.fork()
         if pid == 0:  # child: never returns
-            _child_half(f, fmt, options, writer, out, err)
+            _child_half(f, fmt, options, writer, out, report)
         try:
             f.stop_at_split()
             yield from _format_batches(f, fmt, options)
-        except BaseException:  # (a signal, a closed reader): the other half is not wanted
+        except BaseException:  # a fatal input error, a signal: the other half is not wanted
             _stop_child(pid)
             raise
         finally:
             _, status = os.waitpid(pid, 0)
-        err.seek(0)
-        count, _, message = err.read().decode("utf-8", "replace").partition("\n")
-        if not count:
-            raise EhtoolError(f"the decoding worker died (wait status {status})")
+        report.seek(0)
+        try:
+            child = json.loads(report.read())
+        except ValueError:
+            raise EhtoolError(f"the decoding worker died (wait status {status})") from None
+        if child["signal"]:
+            raise SignalExit(child["signal"])
+        if child["internal"]:
+            raise EhtoolError(child["internal"])
         out.seek(0)
-        yield _Spliced(out, int(count))
-        if message:
-            raise EhtoolError(message)
+        yield _Spliced(out, child["count"])
+        if options.warn is not None:
+            for message in child["warnings"]:
+                options.warn(message)
+        problems += [InputError(message) for message in child["problems"]]
+        if child["fatal"]:
+            raise InputError(child["fatal"])
 
 
 def _stop_child(pid: int) -> None:
@@ -208,12 +228,16 @@ def _stop_child(pid: int) -> None:
 
 
 def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
-                err: Any) -> None:
-    """The forked worker: format the records after the split into ``out``; report
-    ``COUNT\nERROR`` in ``err``; exit without returning."""
+                report: Any) -> None:
+    """The forked worker: format the records after the split into ``out``; write what
+    the parent must know (event count, warnings, problems, a fatal error, a signal) as
+    JSON into ``report``; exit without returning."""
     import os
 
-    status, count, message = 0, 0, ""
+    result: dict[str, Any] = {"count": 0, "warnings": [], "problems": [], "fatal": None,
+                              "signal": 0, "internal": None}
+    f.on_error = lambda err: result["problems"].append(str(err))
+    fmt.warn = result["warnings"].append  # no handler exists yet: this is the one they take
     try:
         gc.freeze()  # the parent's objects: never collected here
         split = f.split_point()
@@ -224,16 +248,19 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
                 try:
                     for batch in _format_batches(f, fmt, options):
                         sub.events(batch)
-                        count += len(batch)
+                        result["count"] += len(batch)
                 except EhtoolError as exc:
-                    message = str(exc)
+                    result["fatal"] = str(exc)
+    except KeyboardInterrupt:
+        result["signal"] = 2
+    except SystemExit as exc:  # SignalExit: a terminating signal reached this process
+        result["signal"] = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
     except BaseException as exc:  # reported by the parent, which owns stderr's story
-        message = f"internal error in the decoding worker: {exc!r}"
-        status = 1
+        result["internal"] = f"internal error in the decoding worker: {exc!r}"
     finally:
-        err.write(f"{count}\n{message}".encode())
-        err.flush()
-        os._exit(status)
+        report.write(json.dumps(result).encode())
+        report.flush()
+        os._exit(0)
 
 
 def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[bytes]]:

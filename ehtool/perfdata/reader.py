@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import construct as c
 
-from ehtool.errors import InputError
+from ehtool.errors import InputError, combined
 from ehtool.perfdata.grammar import (
     EVENT_UPDATE_NAME,
     FILE_HEADER_SIZE,
@@ -413,10 +413,7 @@ class PerfDataFile:
         if self._fatal is not None:
             raise self._fatal
         if self._deferred:
-            first = self._deferred[0]
-            if len(self._deferred) > 1:
-                raise InputError(f"{first.args[0]} (and {len(self._deferred) - 1} more problems)")
-            raise first
+            raise combined(self._deferred)
 
     # -- iteration -----------------------------------------------------------------
 

@@ -170,6 +170,33 @@ def test_signal_mid_decode_leaves_no_temporary_file(tmp_path, big_input, signum,
     assert _processes_running(str(out)) == []  # the second core's worker was stopped too
 
 
+@pytest.mark.parametrize("target", ["worker", "group"])
+def test_signal_reaching_the_worker_ends_decode_cleanly(tmp_path, big_input, target):
+    """Issue 13 item 3: SIGTERM to the forked worker (or to the process group, as a
+    shell's kill of a job does): exit 143, FILE unchanged, no temporary file, no worker."""
+    import os
+
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", "-j", "2", "-o",
+                             str(out), str(big_input)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_signals, start_new_session=True)
+    _wait_for_temp_file(tmp_path, proc, 1)
+    workers = [pid for pid in _processes_running(str(out)) if pid != proc.pid]
+    assert workers, "no decoding worker"
+    if target == "worker":
+        os.kill(workers[0], signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert (stdout, stderr) == (b"", b"")
+    assert out.read_text() == "previous"
+    assert _temp_files(tmp_path) == []
+    assert _processes_running(str(out)) == []
+
+
 def test_sigterm_while_waiting_for_stdin(tmp_path):
     """Blocked in a read of a pipe-mode stdin: the signal still ends decode cleanly."""
     data = (REPO / "tests" / "data" / "sched-pipe.data").read_bytes()
@@ -182,7 +209,11 @@ def test_sigterm_while_waiting_for_stdin(tmp_path):
     proc.stdin.flush()
     _wait_for_temp_file(tmp_path, proc, 0)
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=30)
+    # stdin stays open until decode has exited (communicate() would close it at once: an
+    # EOF racing the signal, which a decode still importing holds for a few ms)
+    proc.wait(timeout=30)
+    proc.stdin.close()
+    stderr = proc.stderr.read()
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert out.read_text() == "previous" and _temp_files(tmp_path) == []
 

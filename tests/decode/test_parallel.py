@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,72 @@ def test_no_round_boundary_in_the_second_half(tmp_path):
         assert end - start > _PARALLEL_MIN_BYTES and f.split_point() is None
     one = run(path, jobs=1)
     assert one.count(b'"n":') == 80_000 and run(path, jobs=2) == one
+
+
+def _run_all(path: str, jobs: int) -> tuple[bytes, list[str], list[str]]:
+    out, warnings = io.BytesIO(), []
+    errors = decode_to(out, [path], DecodeOptions(jobs=jobs, warn=warnings.append))
+    return out.getvalue(), warnings, [str(e) for e in errors]
+
+
+def _sample_offsets(path: str) -> list[int]:
+    with PerfDataFile.open(path) as f:
+        return [s.offset for s in f.samples(order="file")]
+
+
+@pytest.fixture(scope="module")
+def mid(tmp_path_factory) -> str:
+    """A file big enough for two processes, whose samples are a few hundred bytes."""
+    path = tmp_path_factory.mktemp("mut") / "mid.data"
+    replay_samples(golden_path("linuxtracepoints/perf.data"), path, 30_000, round_every=500)
+    return str(path)
+
+
+_NOTICED: list[int] = []  # seeds whose mutation gave a warning or an error
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_mutated_files_decode_as_with_one_process(mid, tmp_path, monkeypatch, seed):
+    """Issue 13 item 2: output, warnings and errors equal -j 1's whatever is corrupt
+    (record headers, sample ids, EventHeader metadata and payloads), in both halves."""
+    import random
+
+    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 16)
+    rng = random.Random(seed)
+    data = bytearray(Path(mid).read_bytes())
+    offsets = _sample_offsets(mid)
+    half = len(offsets) // 2
+    for pool in (offsets[1:half - 1], offsets[half:-1]):
+        i = offsets.index(rng.choice(pool))
+        at, size = offsets[i], offsets[i + 1] - offsets[i]
+        for _ in range(rng.randint(1, 3)):
+            data[at + rng.randrange(size)] = rng.randrange(256)
+    path = tmp_path / "m.data"
+    path.write_bytes(bytes(data))
+    one = _run_all(str(path), 1)
+    two = _run_all(str(path), 2)
+    assert two[0] == one[0]
+    assert two[1:] == one[1:]
+    if one[1] or one[2]:
+        _NOTICED.append(seed)
+
+
+def test_the_mutations_were_noticed():
+    """(runs after the property test) the mutations are not all harmless"""
+    assert len(_NOTICED) >= 4, _NOTICED
+
+
+def test_a_recoverable_problem_in_the_first_half_keeps_the_second(mid, tmp_path, monkeypatch):
+    """The -j 2 default printed 39,999 of 79,999 events with one bad sample id early."""
+    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 16)
+    data = bytearray(Path(mid).read_bytes())
+    with PerfDataFile.open(mid) as f:
+        first = next(iter(f.samples(order="file")))
+        id_at = first.offset + 8  # PERF_SAMPLE_IDENTIFIER: the first u64 of the body
+        assert f.split_point() is not None
+    data[id_at:id_at + 8] = (0xDEAD).to_bytes(8, "little")
+    path = tmp_path / "bad-id.data"
+    path.write_bytes(bytes(data))
+    one, two = _run_all(str(path), 1), _run_all(str(path), 2)
+    assert one[0].count(b'"n":') == 29_999
+    assert two == one and len(one[2]) == 1
