@@ -290,16 +290,28 @@ def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[b
 
 
 def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
+    """A ``.dat`` capture's EventHeader events; a malformed one is a warning and is
+    shown as its raw bytes (``"raw"``, as a tracepoint without a format)."""
     from ehtool.eventheader.dat import iter_dat
     from ehtool.render.eventheader import EventHeaderDecoder
+    from ehtool.values.text import hex_bytes, utf8_json
 
     s = options.style
     decoder = EventHeaderDecoder(s)
     head = b"{" + s.first + b'"n"' + s.colon
     meta_key = s.sep + b'"meta"' + s.colon
+    raw_key = s.sep + b'"raw"' + s.colon
     out: list[bytes] = []
-    for name, data in iter_dat(path):
-        ev = decoder.decode(name, data, 0)
+    for index, (name, data) in enumerate(iter_dat(path)):
+        try:
+            ev = decoder.decode(name, data, 0)
+        except ValueError as exc:
+            if options.warn is not None:
+                options.warn(f"{path}: event {index}: {name}: {exc}; shown as raw bytes")
+            name_json = utf8_json(name.encode("utf-8", "surrogateescape"))
+            out.append(head + name_json + raw_key + hex_bytes(data) + meta_key + s.empty_obj
+                       + s.close_obj)
+            continue
         if ev is None:
             continue
         meta = ev.meta[len(s.sep):]

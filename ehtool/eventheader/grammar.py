@@ -190,16 +190,24 @@ def parse_metadata(metadata: bytes, little_endian: bool) -> tuple[bytes, list[Fi
 
 
 def _tree(flat: list[FieldDef], start: int, count: int) -> tuple[list[FieldDef], int]:
-    """Nest struct members: a struct's format is its member count."""
-    out = []
+    """Nest struct members (a struct's format is its member count), without recursion:
+    the depth comes from the input (a 3 KB metadata can nest ~1000 levels)."""
+    top: list[FieldDef] = []
+    # (members list being filled, how many it still takes)
+    stack: list[tuple[list[FieldDef], int]] = [(top, count)]
     i = start
-    while i < len(flat) and len(out) < count:
+    while stack and i < len(flat):
+        members, left = stack.pop()
+        if not left:
+            continue
         d = flat[i]
         i += 1
+        members.append(d)
+        stack.append((members, left - 1))
         if d.encoding == FieldEncoding.STRUCT and d.format:
-            d.members, i = _tree(flat, i, d.format)
-        out.append(d)
-    return out, i
+            d.members = []
+            stack.append((d.members, d.format))
+    return top, i
 
 
 def build_metadata(name: bytes, fields: list[dict], little_endian: bool = True) -> bytes:

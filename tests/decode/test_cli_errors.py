@@ -240,3 +240,45 @@ def test_signal_during_an_import_waits_for_the_import(tmp_path, monkeypatch):
     assert sys.modules["ehtool_test_slow_import"].DONE
     assert signal.getsignal(signal.SIGTERM) == before  # restored
     del sys.modules["ehtool_test_slow_import"]
+
+
+def test_a_malformed_dat_event_is_a_warning_and_its_raw_bytes(tmp_path):
+    """Issue 13 item 5: one flipped byte in a .dat file stopped the decode with
+    'internal error: EventHeaderError' and 0 of 374 events."""
+    import struct
+
+    from ehtool.eventheader.dat import iter_dat
+    from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
+    from ehtool.render.style import SPACED
+    from golden import golden_path
+
+    src = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
+    data = bytearray(src.read_bytes())
+    events = list(iter_dat(str(src)))
+    decoder = EventHeaderDecoder(SPACED)
+    pos = 0
+    for name, event in events:  # find a byte whose flip makes an event malformed
+        size = struct.unpack_from("<I", data, pos)[0]
+        start = pos + size - len(event)
+        hit = None
+        for i in range(12, len(event)):
+            bad = bytearray(event)
+            bad[i] ^= 0xFF
+            try:
+                decoder.decode(name, bytes(bad))
+            except EventHeaderError:
+                hit = start + i
+                break
+        if hit is not None:
+            data[hit] ^= 0xFF
+            break
+        pos += size
+    assert hit is not None
+    path = tmp_path / "bad.dat"
+    path.write_bytes(bytes(data))
+    run = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--input-format", "dat",
+                          str(path)], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count(b"\n") == 1 and b"shown as raw bytes" in run.stderr
+    shown = json.loads(run.stdout)[str(path)]
+    assert len(shown) == len(events) and sum("raw" in e for e in shown) == 1

@@ -10,6 +10,7 @@ import pytest
 from ehtool.eventheader.decoder import Fields, TypedDecoder
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
+from ehtool.eventheader.grammar import parse_metadata
 from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
 from ehtool.render.style import COMPACT, SPACED
 
@@ -331,3 +332,19 @@ def test_values_keep_order_duplicates_and_nesting():
                                   ("five", 5)]
     assert typed.fields.getall("five") == [5, 5] and typed.fields["S"]["h"] == 16
     assert (typed.provider, typed.name, typed.level) == ("Prov", "Ev", 5)
+
+
+@pytest.mark.parametrize("depth", [9, 500, 980, 3000])
+def test_deep_struct_nesting_fails_the_event_not_the_decoder(depth):
+    """Issue 13 item 4: nesting comes from the input; ~980 levels (3 KB of metadata) made
+    the tree builder recurse until RecursionError and killed the whole decode."""
+    defs = [fd(b"s%d" % i, E.STRUCT, 1) for i in range(depth)] + [fd(b"x", E.VALUE8)]
+    data = event(defs, b"\1")
+    with pytest.raises(EventHeaderError, match="nested deeper"):
+        EventHeaderDecoder(SPACED).decode(TP, data)
+    with pytest.raises(EventHeaderError, match="nested deeper"):
+        TypedDecoder().decode(TP, data)
+    name, tree = parse_metadata(data[12:12 + struct.unpack_from("<H", data, 8)[0]], True)
+    for _ in range(depth):
+        (tree,) = [tree[0].members] if tree[0].members else [tree]
+    assert tree[0].name == b"x"
