@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from typing import Any
 
 
+def _interrupted_early(signum: int, frame: object) -> None:
+    os._exit(130)  # Ctrl-C before main() runs: the exit status, no traceback
+
+
+if os.path.basename(sys.argv[0]) == "ehtool":  # the console script, while it starts
+    signal.signal(signal.SIGINT, _interrupted_early)
+
+
 def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
     """Console-script entry point: runs a command and maps errors to exit codes."""
+    if signal.getsignal(signal.SIGINT) is _interrupted_early:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     from ehtool.errors import EhtoolError
 
     args = sys.argv[1:] if argv is None else list(argv)

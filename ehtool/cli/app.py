@@ -39,6 +39,16 @@ class LazyGroup(click.Group):
         module, attr, _ = entry
         return getattr(importlib.import_module(module), attr)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if args and self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command {name!r}; did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         if rows:
@@ -64,19 +74,32 @@ def cli() -> None:
 
 
 def run(args: list[str]) -> None:
-    """Run the click group on ``args``, mapping click's own exceptions to exit codes
-    (ehtool's errors are left to :func:`ehtool.cli.main`)."""
+    """Run the click group on ``args``, mapping click's own exceptions to exit codes and
+    one-line messages (ehtool's errors, and a closed stdout, are left to
+    :func:`ehtool.cli.main`: click's own ``main`` would turn EPIPE into exit 1)."""
     if "_EHTOOL_COMPLETE" in os.environ:  # a shell asks for completions
         from ehtool.cli.completion import install
 
         install()
+        cli.main(args=args, prog_name="ehtool")
+        return
     try:
-        cli.main(args=args, prog_name="ehtool", standalone_mode=False)
+        with cli.make_context("ehtool", list(args)) as ctx:
+            cli.invoke(ctx)
     except click.exceptions.Abort:
         click.echo("ehtool: aborted", err=True)
         raise SystemExit(130) from None
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"ehtool: error: {_one_line(exc)}", err=True)
         raise SystemExit(exc.exit_code) from None
     except click.exceptions.Exit as exc:
         raise SystemExit(exc.exit_code) from None
+
+
+def _one_line(exc: click.ClickException) -> str:
+    """click's message on one line, with where to find help for a usage error."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message

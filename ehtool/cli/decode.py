@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -23,9 +24,11 @@ def _hex_int(value: str) -> int:
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE...",
-                type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False),
-              help="Write to FILE (atomically: complete or not at all) instead of stdout.")
+                type=click.Path(allow_dash=True))
+@click.option("-o", "--output", metavar="FILE", type=click.Path(allow_dash=True),
+              help="Write to FILE instead of stdout ('-': stdout). A regular file is replaced "
+                   "atomically (complete or not at all, keeping its mode); a FIFO or device "
+                   "is written through.")
 @click.option("--sort", "order", type=click.Choice(["time", "file"]), default="time",
               show_default=True,
               help="time: perf-decode's order (by time within each FINISHED_ROUND); "
@@ -102,8 +105,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     """
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
-    from ehtool.decode.pipeline import DecodeOptions, decode_to
-    from ehtool.errors import EXIT_INPUT
+    from ehtool.decode.pipeline import DecodeOptions
+    from ehtool.errors import EXIT_INPUT, EhtoolError
     from ehtool.render.events import parse_meta
     from ehtool.render.style import JsonStyle
 
@@ -151,14 +154,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         bar = options.progress = ProgressBar(sys.stderr, "decoding")
     try:
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
-            if output is None:
-                errors = decode_to(sys.stdout.buffer, inputs, options)
-                sys.stdout.buffer.flush()
-            else:
-                from ehtool.decode.atomic import atomic_output
-
-                with atomic_output(output) as out:
-                    errors = decode_to(out, inputs, options)
+            errors = _decode(inputs, output, options)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # ENOSPC, EFBIG, EIO... on the output
+        raise EhtoolError(f"cannot write output: {exc.strerror or exc}") from None
     finally:
         if bar is not None:
             bar.close()
@@ -166,3 +166,33 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         click.echo(f"ehtool: error: {err}", err=True)
     if errors:
         sys.exit(EXIT_INPUT)
+
+
+def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
+    """decode_to stdout, or to ``-o`` FILE, which is left as it was when no input
+    could be opened at all."""
+    import io
+
+    from ehtool.decode.atomic import atomic_output
+    from ehtool.decode.pipeline import decode_to
+
+    if output is None or output == "-":
+        errors = decode_to(sys.stdout.buffer, inputs, options)
+        sys.stdout.buffer.flush()
+        return errors
+    if not any(_openable(path) for path in inputs):
+        return decode_to(io.BytesIO(), inputs, options)  # only the errors
+    with atomic_output(output) as out:
+        return decode_to(out, inputs, options)
+
+
+def _openable(path: str) -> bool:
+    import os
+
+    if path == "-":
+        return True
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError:
+        return False
+    return not os.path.isdir(path)

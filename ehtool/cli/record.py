@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -99,6 +100,11 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     parsed = collect_specs(specs, spec_files, provider, levels, keywords, group)
     if not parsed:
         raise UsageError("nothing to record: give a SPEC, -i FILE or --provider")
+    if duration is not None and not math.isfinite(duration):
+        raise click.BadParameter(f"{duration} is not a number of seconds",
+                                 param_hint="--duration")
+    if decode_args:
+        _check_decode_args(decode_args)
 
     def say(message: str) -> None:
         if not quiet:
@@ -126,3 +132,15 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
         where = "streamed" if decode or output == "-" else f"wrote {output}:"
         say(f"{where} {result.stats.samples} samples, {result.stats.lost} lost")
     sys.exit(result.exit_status)
+
+
+def _check_decode_args(args: tuple[str, ...]) -> None:
+    """UsageError naming --decode-arg for arguments ``ehtool decode`` refuses (found
+    before perf starts, not as perf's death by SIGPIPE when the decoder exits at once)."""
+    from ehtool.cli.decode import decode as decode_command
+
+    try:
+        decode_command.make_context("ehtool decode", [*args, "-"])
+    except click.UsageError as exc:
+        raise click.BadParameter(" ".join(exc.format_message().split()),
+                                 param_hint="--decode-arg") from None

@@ -1,10 +1,24 @@
-"""Write an output file atomically: a temporary file beside it, renamed on success."""
+"""``-o FILE``: where decode's output goes, and how it replaces what was there.
+
+* ``-``: standard output.
+* a regular file (also through symlinks, which are followed) or a new path: a
+  temporary file beside the target, renamed over it when the document is complete;
+  the target keeps its permission bits and, where the caller may, its owner. A
+  reader never sees half a document, and an interrupted decode leaves FILE as it was.
+* anything else (a FIFO, a terminal or other device, ``/dev/stdout``, a process
+  substitution ``>(cmd)``): written through directly, as a shell redirection would.
+* a directory that refuses a new file (read-only, no permission) while FILE itself
+  is writable: FILE is overwritten in place (not atomic; the only way to write it).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,42 +28,74 @@ from ehtool.errors import EhtoolError
 
 #: signals whose Python handlers may raise (SIGINT, and SIGTERM/SIGHUP in ehtool decode)
 _HELD = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+_BUFFER = 1 << 20
 
 
 @contextmanager
 def atomic_output(path: str) -> Iterator[BinaryIO]:
-    """Yield a binary file that replaces ``path`` only if the block succeeds.
+    """Yield a binary file for ``path`` (see the module docstring for what happens).
 
-    On an exception the temporary file is removed and ``path`` is untouched,
-    so readers never see a half-written document. An ``EhtoolError`` raised
-    after all output was written (e.g. a truncated input whose complete records
-    were decoded) still commits the file: the document is complete and valid.
-    An exception raised while committing (e.g. ``SystemExit`` from a signal
+    On an exception a temporary file is removed and ``path`` is untouched. An
+    ``EhtoolError`` raised after all output was written (e.g. a truncated input
+    whose complete records were decoded) still commits the file: the document is
+    complete and valid. An exception while committing (``SystemExit`` from a signal
     handler) removes the temporary file too.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    try:
+        st = os.stat(path)  # follows symlinks
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise EhtoolError(f"{path}: cannot write output: Is a directory")
+        with _open_direct(path, "wb") as f:
+            yield f
+        return
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
     # signals wait until the try below, so no handler can leave the file behind
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ehtool-", suffix=".tmp", dir=directory)
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if st is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) \
+                and os.access(target, os.W_OK):
+            with _open_direct(target, "wb") as f:  # the directory is closed to new files
+                yield f
+            return
         raise EhtoolError(f"{path}: cannot create output file: {exc.strerror}") from None
-    f = os.fdopen(fd, "wb", buffering=1 << 20)
+    f = os.fdopen(fd, "wb", buffering=_BUFFER)
     done = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         try:
             yield f
         except EhtoolError:
-            _commit(f, tmp, path)
+            _commit(f, tmp, target, st)
             done = True
             raise
-        _commit(f, tmp, path)
+        _commit(f, tmp, target, st)
         done = True
     finally:
         if not done:
             _discard(f, tmp)
+
+
+@contextmanager
+def _open_direct(path: str, mode: str) -> Iterator[BinaryIO]:
+    try:
+        f = open(path, mode, buffering=_BUFFER)  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+    with f:
+        yield f
 
 
 def _discard(f: BinaryIO, tmp: str) -> None:
@@ -60,11 +106,17 @@ def _discard(f: BinaryIO, tmp: str) -> None:
         os.unlink(tmp)
 
 
-def _commit(f: BinaryIO, tmp: str, path: str) -> None:
+def _commit(f: BinaryIO, tmp: str, target: str, old: os.stat_result | None) -> None:
     f.flush()
-    os.fchmod(f.fileno(), 0o666 & ~_umask())
+    if old is None:
+        os.fchmod(f.fileno(), 0o666 & ~_umask())
+    else:
+        os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+        if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(OSError):  # only root (or the group's member) may
+                os.fchown(f.fileno(), old.st_uid, old.st_gid)
     f.close()
-    os.replace(tmp, path)
+    os.replace(tmp, target)
 
 
 def _umask() -> int:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ehtool.errors import EhtoolError
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "sched.data"
@@ -52,11 +55,92 @@ def test_output_file_is_atomic(tmp_path):
     done = run("-o", str(out), str(SAMPLE))
     assert done.returncode == 0 and done.stdout == b""
     assert json.loads(out.read_text())[str(SAMPLE)]
-    # an input that fails entirely: the document is still complete and valid
+    good = out.read_text()
+    # no input could be opened at all: FILE is left as it was (issue 13 item 1)
     done = run("-o", str(out), str(tmp_path / "missing.data"))
+    assert done.returncode == 1 and b"cannot open" in done.stderr
+    assert out.read_text() == good
+    # one input that fails among others: the document is complete, that file's array empty
+    done = run("-o", str(out), str(tmp_path / "missing.data"), str(SAMPLE))
     assert done.returncode == 1
-    assert json.loads(out.read_text()) == {str(tmp_path / "missing.data"): []}
+    assert json.loads(out.read_text())[str(tmp_path / "missing.data")] == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ehtool-")] == []
+
+
+def test_output_keeps_mode_follows_symlinks_and_writes_through_fifos(tmp_path):
+    """Issue 13 item 1: -o replaced FIFOs, devices and symlinks by regular files, came
+    back 0644, and '-o -' created a file named '-'."""
+    import stat
+    import threading
+
+    out = tmp_path / "out.json"
+    out.write_text("x")
+    out.chmod(0o600)
+    assert run("-o", str(out), str(SAMPLE)).returncode == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and json.loads(out.read_text())
+    link = tmp_path / "link.json"
+    link.symlink_to(out)
+    assert run("-o", str(link), str(SAMPLE)).returncode == 0
+    assert link.is_symlink() and json.loads(out.read_text())
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert run("-o", str(fifo), str(SAMPLE)).returncode == 0
+    reader.join(30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and json.loads(got[0])
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "-o", "-", str(SAMPLE)],
+                          capture_output=True, cwd=tmp_path)
+    assert json.loads(done.stdout) and not (tmp_path / "-").exists()
+    done = run("-o", "/dev/null", str(SAMPLE))
+    assert done.returncode == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "out.json"]
+
+
+def test_output_in_a_read_only_directory_is_written_in_place(tmp_path, monkeypatch):
+    """Issue 13 item 8: FILE writable but its directory refuses new files (EACCES for
+    a user; simulated, as root passes every permission check): write FILE in place."""
+    import errno
+    import tempfile
+
+    from ehtool.decode.atomic import atomic_output
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with atomic_output(str(out)) as f:
+        f.write(b"new")
+    assert out.read_text() == "new"
+    with pytest.raises(EhtoolError, match="cannot create output file"), \
+            atomic_output(str(tmp_path / "new.json")):
+        pass
+
+
+def test_output_errors_are_one_line(tmp_path):
+    """Issue 13 item 8: ENOSPC was an internal error; a directory input exit 2 with usage."""
+    full = subprocess.run(f"{sys.executable} -m ehtool decode {SAMPLE} > /dev/full",
+                          shell=True, capture_output=True, cwd=REPO)
+    assert full.returncode == 1
+    assert full.stderr == b"ehtool: error: cannot write output: No space left on device\n"
+    done = run(str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr == f"ehtool: error: {tmp_path}: cannot open: Is a directory\n".encode()
+    done = run("--bogus", str(SAMPLE))
+    assert done.returncode == 2 and done.stderr.count(b"\n") == 1
+
+
+def test_decode_into_a_closed_pipe_exits_quietly():
+    """Issue 13 item 8: ``decode | head -1`` exited 1 (click maps EPIPE to 1)."""
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", str(SAMPLE)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    assert proc.wait(60) == 0
+    assert proc.stderr.read() == b""
 
 
 def test_usage_errors_exit_2():
@@ -174,7 +258,6 @@ def test_signal_mid_decode_leaves_no_temporary_file(tmp_path, big_input, signum,
 def test_signal_reaching_the_worker_ends_decode_cleanly(tmp_path, big_input, target):
     """Issue 13 item 3: SIGTERM to the forked worker (or to the process group, as a
     shell's kill of a job does): exit 143, FILE unchanged, no temporary file, no worker."""
-    import os
 
     out = tmp_path / "out.json"
     out.write_text("previous")
@@ -282,3 +365,21 @@ def test_a_malformed_dat_event_is_a_warning_and_its_raw_bytes(tmp_path):
     assert run.stderr.count(b"\n") == 1 and b"shown as raw bytes" in run.stderr
     shown = json.loads(run.stdout)[str(path)]
     assert len(shown) == len(events) and sum("raw" in e for e in shown) == 1
+
+
+@pytest.mark.parametrize("delay_ms", range(0, 90, 3))
+def test_ctrl_c_while_starting_gives_no_traceback(delay_ms):
+    """Issue 13 item 8: a SIGINT in the first milliseconds printed a KeyboardInterrupt
+    traceback (it came while the command line was being imported). The interpreter's
+    own start-up (its site module, before any ehtool code runs) is Python's to report."""
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", str(SAMPLE)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    time.sleep(delay_ms / 1000)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    if b"init_import_site" in err:
+        return  # still in the interpreter's start-up
+    assert b"Traceback" not in err, err
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
