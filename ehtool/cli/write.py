@@ -97,15 +97,16 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
                   version=event_version, tag=tag, activity=activity,
                   related_activity=related_activity, group=group)
     if batch or input_file:
-        from ehtool.eventheader.writer import EventWriter, WriteDefaults
+        from ehtool.provider.batch import write_batch
+        from ehtool.provider.writer import EventWriter, WriteDefaults
 
         if provider or event or fields:
             raise click.UsageError("--batch takes events from its input, not arguments")
         writer = EventWriter(dry_run=dry_run, out=sys.stdout, say=say)
         try:
-            status = writer.batch(input_file, WriteDefaults(**values), strict=strict,
-                                  require_enabled=require_enabled,
-                                  warn=lambda m: click.echo(f"ehtool: error: {m}", err=True))
+            status = write_batch(writer, input_file, WriteDefaults(**values), strict=strict,
+                                 require_enabled=require_enabled,
+                                 warn=lambda m: click.echo(f"ehtool: error: {m}", err=True))
         finally:
             writer.close()
     else:

@@ -53,7 +53,7 @@ def write_one(provider: str, event: str, fields: list[str], values: dict, *,
     header options by parameter name. Returns the exit status."""
     import sys
 
-    from ehtool.eventheader.writer import EventWriter, WriteDefaults
+    from ehtool.provider.writer import EventWriter, WriteDefaults
 
     writer = EventWriter(dry_run=dry_run, out=sys.stdout, say=say)
     try:

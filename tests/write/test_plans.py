@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ehtool.eventheader import encoder
 from ehtool.eventheader.encode_plans import EventPlan, compile_event
 from ehtool.eventheader.encoder import EncodeError, Event, Field, encode
-from ehtool.eventheader.writer import EventWriter, WriteDefaults
+from ehtool.provider.batch import write_batch
+from ehtool.provider.writer import EventWriter, WriteDefaults
 
 # (type, plain input the fast packers take, other input only the general code takes)
 CASES = [
@@ -105,7 +106,7 @@ def run_batch(lines: list[str], **defaults) -> tuple[list[str], int]:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as tmp:
         tmp.write(path_text)
     try:
-        status = writer.batch(tmp.name, WriteDefaults(**defaults))
+        status = write_batch(writer, tmp.name, WriteDefaults(**defaults))
     finally:
         os.unlink(tmp.name)
     return out.getvalue().splitlines(), status

@@ -107,15 +107,6 @@ class EventWriter:
         written = self.send(str(name), data)
         return EXIT_DISABLED if require_enabled and not written else 0
 
-    def batch(self, path: str | None, defaults: WriteDefaults, *, strict: bool = False,
-              require_enabled: bool = False, warn: Callable[[str], None] | None = None) -> int:
-        """Write every JSON line of ``path`` (stdin when None); return the exit status.
-        See :func:`ehtool.eventheader.batch.write_batch`."""
-        from ehtool.eventheader.batch import write_batch
-
-        return write_batch(self, path, defaults, strict=strict,
-                           require_enabled=require_enabled, warn=warn)
-
     def send(self, tracepoint: str, data: bytes) -> bool:
         """Write (or print) one encoded event; False when nobody has it enabled."""
         if self.dry_run:

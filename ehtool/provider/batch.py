@@ -21,7 +21,7 @@ from ehtool.eventheader.encoder import (
     encode,
     parse_type,
 )
-from ehtool.eventheader.writer import EventWriter, WriteDefaults, event_of
+from ehtool.provider.writer import EventWriter, WriteDefaults, event_of
 
 
 def write_batch(writer: EventWriter, path: str | None, defaults: WriteDefaults, *,
