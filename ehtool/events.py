@@ -80,6 +80,20 @@ class SampleConverter:
             self._descs[desc] = hit
         return hit
 
+    def identify(self, sample: Any) -> tuple[str, str, int | None, int | None]:
+        """``(provider, event, level, keyword)`` of a sample without decoding its
+        fields (level and keyword None for a plain tracepoint)."""
+        name, provider, event, fmt, eh_offset = self._desc(sample.desc)
+        if eh_offset is not None:
+            try:
+                hit = self.decoder.identify(fmt.name, sample.raw, eh_offset)
+            except EventHeaderError:
+                hit = None
+            if hit is not None:
+                info, raw, event_name = hit
+                return info.provider, event_name, raw.header[5], info.keyword
+        return provider, event, None, None
+
     def convert(self, sample: Any) -> Event:
         """The event of one :class:`ehtool.perfdata.Sample`."""
         name, provider, event, fmt, eh_offset = self._desc(sample.desc)

@@ -73,7 +73,11 @@ def _hex_int(value: str) -> int:
 @click.option("--filter", "expr", metavar="EXPR",
               help="Only events for which EXPR holds, e.g. 'level <= 3 && Field2 > 40' or "
                    "'comm ~ \"nginx*\"' (operators == != < <= > >= ~ & && || ! and "
-                   "parentheses; names are fields, then meta keys).")
+                   "parentheses; names are fields, then meta keys, every meta key incl. "
+                   "comm, meta.KEY for the meta key itself; see ehtool-decode(1)). A name "
+                   "that no event has is reported at the end.")
+@click.option("--strict-filter", is_flag=True,
+              help="A --filter name that no event of the input has is an error (exit 2).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 2), default=2, show_default=True,
               help="Decode big files with two processes (output order is unchanged).")
 @click.option("-q", "--quiet", is_flag=True,
@@ -86,8 +90,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
            level: int | None, keyword: int | None, pids: tuple[int, ...],
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
-           since: str | None, until: str | None, expr: str | None, jobs: int,
-           quiet: bool) -> None:
+           since: str | None, until: str | None, expr: str | None, strict_filter: bool,
+           jobs: int, quiet: bool) -> None:
     """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin) into JSON
     that matches Microsoft's perf-decode: EventHeader events with their fields and
     meta, other tracepoints from their tracefs formats.
@@ -164,6 +168,12 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
+    unknown = selection.unknown_names if input_format == "perf" else []
+    if unknown:
+        names = ", ".join(repr(n) for n in unknown)
+        if strict_filter:
+            raise click.UsageError(f"--filter: no event of the input has {names}")
+        warn(f"--filter: no event of the input has {names} (comparisons with it are false)")
     if errors:
         sys.exit(EXIT_INPUT)
 

@@ -12,11 +12,16 @@ double-quoted strings, ``true``/``false``/``null``. An identifier names a field
 of the event (a name with a ``;tag=`` suffix matches its base name; struct
 members as ``outer.inner``), else a meta key (time, cpu, pid, tid, comm, id,
 version, level, keyword, opcode, tag, activity, relatedActivity), or ``n``,
-``provider``, ``event``. Hex strings as perf-decode prints them (``"0x950"``)
-compare as numbers. A comparison with a missing identifier is false.
+``provider``, ``event``; ``meta.cpu`` names the meta key even where a field has
+that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
+Hex strings as perf-decode prints them (``"0x950"``) compare as numbers. A
+comparison with a missing identifier is false; a name that no event of the input
+has is reported at the end (``Selection.unknown_names``).
 
-Filters run on the event as it is printed (its JSON), so they select exactly
-what a script filtering ehtool's output would.
+Filters evaluate on the typed event (``ehtool.events``): field values as Python
+values, shown as the JSON shows them (addresses, UUIDs and times as strings,
+binary data as hex bytes). An expression that names only cpu, pid, tid, time and
+comm is checked on the sample itself, before anything is decoded.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ _TOKEN = re.compile(r"""
     (?P<num>-?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)) |
     (?P<str>"(?:[^"\\]|\\.)*") |
     (?P<op>&&|\|\||==|!=|<=|>=|[<>~&!()]) |
-    (?P<ident>[A-Za-z_][A-Za-z0-9_.;=]*)
+    (?P<ident>[A-Za-z_][A-Za-z0-9_.]*(?:;tag=(?:0[xX])?[0-9a-fA-F]+)?)
 """, re.VERBOSE)
 
 
@@ -46,56 +51,83 @@ class FilterSyntaxError(ValueError):
                          f"  {' ' * column}^")
 
 
-def compile_filter(text: str) -> Predicate:
-    """Compile an expression into a predicate over a parsed event (see ``event_view``)."""
-    return _Parser(text).parse()
+#: names an expression may use that are checked on the sample, before decoding
+SAMPLE_NAMES = frozenset(("cpu", "pid", "tid", "time", "comm"))
 
 
-def event_view(event: bytes) -> dict[str, Any]:
-    """The parsed JSON event as filters see it: the first ``n``, fields by name (tags
-    stripped too), ``meta`` merged in, ``provider``/``event`` split from ``n``."""
-    pairs = json.loads(event, object_pairs_hook=lambda items: items)
-    view: dict[str, Any] = {}
-    for key, value in pairs:
-        if key == "meta" and isinstance(value, list):
-            for mkey, mvalue in value:
-                view.setdefault(mkey, _plain(mvalue))
-            continue
-        value = _plain(value)
+class Filter:
+    """A compiled expression: ``filter(view) -> bool`` and the names it uses."""
+
+    def __init__(self, predicate: Predicate, names: frozenset[str]) -> None:
+        self.predicate = predicate
+        self.names = names
+
+    def __call__(self, view: dict[str, Any]) -> bool:
+        return self.predicate(view)
+
+    @property
+    def on_sample(self) -> bool:
+        """True when only sample meta (cpu, pid, tid, time, comm) is named."""
+        return all(_meta_name(n) in SAMPLE_NAMES for n in self.names)
+
+
+def compile_filter(text: str) -> Filter:
+    """Compile an expression into a predicate over an event view (see ``event_view``)."""
+    parser = _Parser(text)
+    return Filter(parser.parse(), frozenset(parser.names))
+
+
+def _meta_name(name: str) -> str:
+    return name[5:] if name.startswith("meta.") else name
+
+
+def event_view(ev: Any) -> dict[str, Any]:
+    """A typed event (``ehtool.events.Event``) as filters see it: ``n``, fields by name,
+    every meta key (``meta.x`` too), ``provider``/``event``."""
+    meta = {k: _plain(v) for k, v in ev.meta.items() if v is not None}
+    if "related_activity" in meta:
+        meta["relatedActivity"] = meta["related_activity"]
+    if ev.eventheader:
+        meta.update(provider=ev.provider, event=ev.event)
+    view: dict[str, Any] = {"n": ev.name, "provider": ev.provider, "event": ev.event}
+    for name, value in ev.fields:
+        view.setdefault(name, _plain(value))
+    for key, value in meta.items():
         view.setdefault(key, value)
-        base = key.split(";", 1)[0]
-        view.setdefault(base, value)
-    n = view.get("n", "")
-    provider, _, name = str(n).partition(":")
-    view.setdefault("provider", provider)
-    view.setdefault("event", name)
+    view["meta"] = meta
     return view
 
 
 def _plain(value: Any) -> Any:
+    """A typed value as the JSON shows it, for comparisons."""
+    if isinstance(value, tuple):  # Fields: a struct
+        out: dict[str, Any] = {}
+        for name, item in value:
+            out.setdefault(name, _plain(item))
+        return out
     if isinstance(value, list):
-        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-            return {k: _plain(v) for k, v in value}
         return [_plain(v) for v in value]
-    return value
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return " ".join(f"{b:02x}" for b in value)
+    if hasattr(value, "isoformat"):
+        return value.strftime("%Y-%m-%dT%H:%M:%S")
+    return str(value)  # uuid.UUID, ipaddress
 
 
 def _lookup(view: dict[str, Any], name: str) -> Any:
+    name = name.split(";", 1)[0]  # field names carry no tag in the typed view
+    if name.startswith("meta."):
+        return view.get("meta", {}).get(name[5:], _MISSING)
     if name in view:
         return view[name]
     head, _, rest = name.partition(".")
     value = view.get(head, _MISSING)
     while rest and isinstance(value, dict):
         head, _, rest = rest.partition(".")
-        value = value.get(head, value.get(_tagless(value, head), _MISSING))
+        value = value.get(head, _MISSING)
     return _MISSING if rest else value
-
-
-def _tagless(obj: dict[str, Any], base: str) -> str:
-    for key in obj:
-        if key.split(";", 1)[0] == base:
-            return key
-    return base
 
 
 def _number(value: Any) -> Any:
@@ -141,6 +173,7 @@ class _Parser:
                 self.tokens.append((match.lastgroup, match.group(), pos))
             pos = match.end()
         self.i = 0
+        self.names: set[str] = set()
 
     def parse(self) -> Predicate:
         if not self.tokens:
@@ -197,6 +230,7 @@ class _Parser:
             raise self._error("a field or meta name")
         self.i += 1
         name = tok[1]
+        self.names.add(name)
         op = self._peek()
         if not op or op[1] not in ("==", "!=", "<", "<=", ">", ">=", "~", "&"):
             if op is None or op[1] in ("&&", "||", ")"):
@@ -255,8 +289,8 @@ def parse_when(text: str) -> tuple[str, int]:
 
 
 class Selection:
-    """The ``ehtool decode`` filter options as a cheap sample prefilter plus an
-    event-level predicate on the printed JSON."""
+    """The ``ehtool decode`` filter options: a cheap check on the sample (pid, cpu,
+    time, comm, and expressions that name only those) and a check on the typed event."""
 
     def __init__(self, *, providers: tuple[str, ...] = (), events: tuple[str, ...] = (),
                  level: int | None = None, keyword: int | None = None,
@@ -271,7 +305,12 @@ class Selection:
         self.until = parse_when(until) if until else None
         self.expr = compile_filter(expr) if expr else None
         self._file: Any = None
+        self._convert: Any = None
+        self._identify: Any = None
         self._first: int | None = None
+        #: names of the expression some event had (the others are reported)
+        self.seen: set[str] = set()
+        self._unseen = set(self.expr.names) if self.expr is not None else set()
 
     @property
     def active(self) -> bool:
@@ -281,13 +320,22 @@ class Selection:
 
     @property
     def parallel_safe(self) -> bool:
-        """False when selection depends on earlier records (thread names, first time)."""
+        """False when selection depends on earlier records (thread names, first time) or
+        must see every event (to report names no event has)."""
         relative = any(w is not None and w[0] == "rel" for w in (self.since, self.until))
-        return not (self.comms or relative)
+        names = self.expr.names if self.expr is not None else frozenset()
+        return not (self.comms or relative or "comm" in {_meta_name(n) for n in names}
+                    or (self.expr is not None and not self.expr.on_sample))
 
     def bind(self, perf_file: Any) -> None:
+        from ehtool.events import SampleConverter
+
         self._file = perf_file
         self._first = None
+        converter = SampleConverter(big_endian=perf_file.big_endian,
+                                    comm_of=perf_file.session.comm,
+                                    clock=perf_file.session.clock)
+        self._convert, self._identify = converter.convert, converter.identify
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -298,6 +346,9 @@ class Selection:
         clock = self._file.info.clock_data if self._file is not None else None
         return ns - (clock[1] - clock[2]) if clock else ns
 
+    def _comm(self, sample: Any) -> str | None:
+        return self._file.session.comm(sample.tid) if self._file is not None else None
+
     def prefilter(self, sample: Any) -> bool:
         """Checks on the sample itself, before it is formatted."""
         if self.pids and sample.pid not in self.pids:
@@ -307,7 +358,7 @@ class Selection:
         if self.cpus and sample.cpu not in self.cpus:
             return False
         if self.comms:
-            comm = self._file.session.comm(sample.tid) if self._file is not None else None
+            comm = self._comm(sample)
             if comm is None or not any(fnmatch.fnmatchcase(comm, g) for g in self.comms):
                 return False
         t = sample.time
@@ -318,30 +369,50 @@ class Selection:
                 return False
             if self.until and t > self._bound(self.until, t):
                 return False
+        if self.expr is not None and self.expr.on_sample:
+            meta = {"cpu": sample.cpu, "pid": sample.pid, "tid": sample.tid, "time": t}
+            if "comm" in {_meta_name(n) for n in self.expr.names}:
+                meta["comm"] = self._comm(sample)
+            meta = {k: v for k, v in meta.items() if v is not None}
+            view = dict(meta, meta=meta)
+            self._note(view)
+            return self.expr(view)
         return True
 
     def needs_event(self) -> bool:
-        return bool(self.providers or self.events or self.expr or self.level is not None
-                    or self.keyword is not None)
+        return bool(self.providers or self.events or self.level is not None
+                    or self.keyword is not None
+                    or (self.expr is not None and not self.expr.on_sample))
 
-    def select(self, sample: Any, event: bytes) -> bool:
-        """Checks on the printed event."""
-        view = event_view(event)
-        if self.providers and not any(fnmatch.fnmatchcase(view["provider"], p)
+    def select(self, sample: Any, event: bytes | None = None) -> bool:
+        """Checks on the typed event of ``sample`` (``event``, its JSON, is not needed)."""
+        if not sample.is_sample:
+            return True
+        provider, event, level, keyword = self._identify(sample)
+        if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
             return False
-        if self.events and not any(fnmatch.fnmatchcase(view["event"], g)
-                                   or fnmatch.fnmatchcase(str(view.get("n")), g)
+        if self.events and not any(fnmatch.fnmatchcase(event, g)
+                                   or fnmatch.fnmatchcase(f"{provider}:{event}", g)
                                    for g in self.events):
             return False
-        if self.level is not None:
-            level = view.get("level")
-            if not isinstance(level, int) or level > self.level:
-                return False
-        if self.keyword is not None:
-            keyword = _number(view.get("keyword", 0))
-            if not isinstance(keyword, int) or not keyword & self.keyword:
-                return False
-        if self.comms and "comm" not in view and self._file is not None:
-            view["comm"] = self._file.session.comm(sample.tid)
-        return self.expr is None or self.expr(view)
+        if self.level is not None and (level is None or level > self.level):
+            return False
+        if self.keyword is not None and (keyword is None or not keyword & self.keyword):
+            return False
+        if self.expr is None or self.expr.on_sample:
+            return True
+        view = event_view(self._convert(sample))
+        self._note(view)
+        return self.expr(view)
+
+    def _note(self, view: dict[str, Any]) -> None:
+        if self._unseen:
+            found = {n for n in self._unseen if _lookup(view, n) is not _MISSING}
+            self.seen |= found
+            self._unseen -= found
+
+    @property
+    def unknown_names(self) -> list[str]:
+        """Names of the expression that no event of the input had."""
+        return sorted(self._unseen)

@@ -199,16 +199,31 @@ class TypedDecoder:
             OrderedDict())
         self._cache_size = cache_size
 
-    def decode(self, tracepoint_name: str, data: bytes | memoryview,
-               offset: int = 0) -> EventHeaderEvent | None:
-        """None when the data is not EventHeader (show it as a plain tracepoint);
-        raises EventHeaderError when it is but is malformed."""
-        data = bytes(data)
+    def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
         if name is False:
             if len(self._names) >= self._cache_size:
                 self._names.clear()
             name = self._names[tracepoint_name] = parse_name(tracepoint_name)
+        return name
+
+    def identify(self, tracepoint_name: str, data: bytes | memoryview,
+                 offset: int = 0) -> tuple[NameInfo, RawEvent, str] | None:
+        """What an event is without decoding its fields: (name info, header parts,
+        event name), or None when it is not EventHeader. Raises EventHeaderError for
+        malformed metadata."""
+        name = self._name(tracepoint_name)
+        raw = read_event(name, bytes(data), offset)
+        if raw is None:
+            return None
+        return name, raw, self._parse(raw.metadata, raw.little)[0]
+
+    def decode(self, tracepoint_name: str, data: bytes | memoryview,
+               offset: int = 0) -> EventHeaderEvent | None:
+        """None when the data is not EventHeader (show it as a plain tracepoint);
+        raises EventHeaderError when it is but is malformed."""
+        data = bytes(data)
+        name = self._name(tracepoint_name)
         raw = read_event(name, data, offset)
         if raw is None:
             return None

@@ -89,4 +89,39 @@ def test_precedence_and_missing_names():
     f = compile_filter("a == 1 || b == 2 && c == 3")
     assert f({"a": 1}) and not f({"b": 2}) and f({"b": 2, "c": 3})
     assert not compile_filter("missing > 1")({})
-    assert compile_filter('s.inner ~ "x*"')({"s": {"inner;tag=0x1": "xyz"}})
+    assert compile_filter('s.inner;tag=0x1 ~ "x*"')({"s": {"inner": "xyz"}})
+
+
+def _count(*args: str) -> int:
+    return len(decode(*args))
+
+
+def test_operators_need_no_spaces(everything):
+    """Issue 15: 'cpu==3' matched nothing (the tokenizer let '=' into names)."""
+    expected = sum(meta(e)["cpu"] == 16 for e in everything)
+    assert expected
+    assert _count("--filter", "cpu==16") == _count("--filter", "cpu == 16") == expected
+    assert _count("--filter", "meta.cpu==16") == expected
+
+
+def test_every_meta_key_is_visible_whatever_meta_prints(everything):
+    """Issue 15: 'comm ~ ...' matched nothing unless --meta +comm was given."""
+    with_comm = decode("--meta", "+comm")
+    comms = {meta(e).get("comm") for e in with_comm} - {None}
+    assert comms
+    some = sorted(comms)[0]
+    expected = [e for e in everything
+                if meta(with_comm[everything.index(e)]).get("comm") == some]
+    assert decode("--filter", f'comm == "{some}"') == expected
+
+
+def test_names_no_event_has_are_reported():
+    path = str(golden_path("linuxtracepoints/perf.data"))
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--filter",
+                           "nosuchfield > 3 || cpu == 1", path], capture_output=True)
+    assert done.returncode == 0
+    assert done.stderr == (b"ehtool: warning: --filter: no event of the input has "
+                           b"'nosuchfield' (comparisons with it are false)\n")
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--strict-filter",
+                           "--filter", "nosuchfield > 3", path], capture_output=True)
+    assert done.returncode == 2 and b"'nosuchfield'" in done.stderr
