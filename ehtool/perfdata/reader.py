@@ -44,6 +44,7 @@ from ehtool.perfdata.hotpath import (
 )
 from ehtool.perfdata.records import EventDesc, Record, Sample
 from ehtool.perfdata.session import Session
+from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE
 from ehtool.perfdata.tracing_data import TracingData, parse_tracing_data
 
 #: bytes scanned per batch in file mode; records read per pipe read
@@ -633,23 +634,45 @@ class PerfDataFile:
         elif rtype == _SAMPLE:
             self._defer(InputError(f"corrupt sample: size {size} is too short", self.path,
                                    offset))
-        elif rtype == _R.HEADER_TRACING_DATA or rtype == _R.AUXTRACE:
-            if size < 16:
-                self._fatal = InputError(f"corrupt {_R(rtype).name} record (size {size})",
+        elif rtype == _R.HEADER_TRACING_DATA:
+            # perf 6.x writes header + u32 size + u32 pad (16 bytes), older perf header +
+            # u32 size (12): the record size says which, the data's signature confirms it
+            if size not in (12, 16):
+                self._fatal = InputError(f"corrupt HEADER_TRACING_DATA record (size {size})",
                                          self.path, offset)
                 return -1
-            extra = (self._u32 if rtype == _R.HEADER_TRACING_DATA else self._u64)(buf, pos + 8)[0]
-            if extra & 7 or extra > 0x80000000:
-                self._fatal = InputError(f"corrupt {_R(rtype).name} size {extra}",
+            extra = self._u32(buf, pos + 8)[0]
+            if extra > 0x80000000:
+                self._fatal = InputError(f"corrupt HEADER_TRACING_DATA size {extra}",
                                          self.path, offset)
+                return -1
+            if nxt + min(extra, len(TRACING_SIGNATURE)) > end:
+                self.counts[rtype] -= 1
+                return -1  # the caller reads more (pipe) or reports truncation
+            if bytes(buf[nxt:nxt + len(TRACING_SIGNATURE)]) != TRACING_SIGNATURE:
+                self._fatal = InputError("HEADER_TRACING_DATA without the tracing data "
+                                         "signature", self.path, offset + size)
+                return -1
+            if nxt + extra > end:
+                self.counts[rtype] -= 1
+                return -1
+            if self.tracing is None:
+                blob = bytes(buf[nxt:nxt + extra])
+                self.info.features[Feature.TRACING_DATA] = blob
+                self._set_tracing_data(blob, base + nxt)
+            nxt += extra
+        elif rtype == _R.AUXTRACE:
+            if size < 16:
+                self._fatal = InputError(f"corrupt AUXTRACE record (size {size})",
+                                         self.path, offset)
+                return -1
+            extra = self._u64(buf, pos + 8)[0]
+            if extra & 7 or extra > 0x80000000:
+                self._fatal = InputError(f"corrupt AUXTRACE size {extra}", self.path, offset)
                 return -1
             if nxt + extra > end:
                 self.counts[rtype] -= 1
                 return -1  # the caller reads more (pipe) or reports truncation
-            if rtype == _R.HEADER_TRACING_DATA and self.tracing is None:
-                blob = bytes(buf[nxt:nxt + extra])
-                self.info.features[Feature.TRACING_DATA] = blob
-                self._set_tracing_data(blob, base + nxt)
             nxt += extra
         elif rtype == _R.HEADER_ATTR:
             try:

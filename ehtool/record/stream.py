@@ -24,15 +24,16 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
+from ehtool.perfdata.grammar import RecordType
 from ehtool.record.perf import RecordingStats
 
 _MAGIC = {b"PERFILE2": "<", b"2ELIFREP": ">"}
 _PIPE_HEADER_SIZE = 16
-_SAMPLE, _LOST, _LOST_SAMPLES = 9, 2, 13
+_SAMPLE, _LOST, _LOST_SAMPLES = RecordType.SAMPLE, RecordType.LOST, RecordType.LOST_SAMPLES
 #: records followed by a payload their header size does not count (its size: u32, u64)
-_TRACING_DATA, _AUXTRACE = 66, 71
+_TRACING_DATA, _AUXTRACE = RecordType.HEADER_TRACING_DATA, RecordType.AUXTRACE
 _PAYLOAD = (_TRACING_DATA, _AUXTRACE)
-_COMPRESSED = (81, 83)
+_COMPRESSED = (RecordType.COMPRESSED, RecordType.COMPRESSED2)
 _READ = 1 << 20
 
 
@@ -117,7 +118,7 @@ class StreamCounter:
             elif rtype == _LOST_SAMPLES and size >= 16:
                 stats.lost_records += 1
                 stats.lost_samples += u64(buf, pos + 8)[0]
-            elif rtype in _PAYLOAD and size >= 16:
+            elif rtype in _PAYLOAD and size >= 12:  # (perf before 6.x: 12-byte TRACING_DATA)
                 extra = (self._u32 if rtype == _TRACING_DATA else u64)(buf, pos + 8)[0]
                 nxt = pos + size + extra
                 if nxt > end:
