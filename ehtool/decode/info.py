@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-_RECORD_NAMES = {2: "lost", 13: "lost_samples", 3: "comm", 7: "fork", 4: "exit", 9: "sample"}
+from ehtool.perfdata.grammar import RecordType
+
+_RECORD_NAMES = {RecordType.LOST: "lost", RecordType.LOST_SAMPLES: "lost_samples",
+                 RecordType.COMM: "comm", RecordType.FORK: "fork", RecordType.EXIT: "exit",
+                 RecordType.SAMPLE: "sample"}
 
 
 def summarize(path: str) -> dict[str, Any]:
@@ -24,7 +28,7 @@ def summarize(path: str) -> dict[str, Any]:
                 if t is not None:
                     first = t if first is None or t < first else first
                     last = t if last is None or t > last else last
-            elif rec.type in (2, 13):  # LOST, LOST_SAMPLES
+            elif rec.type in (RecordType.LOST, RecordType.LOST_SAMPLES):
                 lost += getattr(rec.body, "lost", 0) or 0
         info = f.info
         clock = f.session.clock
@@ -48,6 +52,11 @@ def summarize(path: str) -> dict[str, Any]:
                       else {"utc": False}),
             "time_range": time_range,
             "records": counts,
+            "compression": ({"type": "zstd", "records": f.compression.records,
+                             "compressed_bytes": f.compression.compressed,
+                             "decompressed_bytes": f.compression.decompressed,
+                             "ratio": round(f.compression.ratio, 3)}
+                            if f.compression.records else None),
             "lost_events": lost,
             "events": dict(per_event.most_common()),
         }
@@ -68,6 +77,10 @@ def format_text(summary: dict[str, Any]) -> str:
     tr = summary.get("time_range")
     if tr:
         lines.append(f"{'time range':14} {tr['first']} .. {tr['last']} ({tr['seconds']:.3f} s)")
+    z = summary.get("compression")
+    if z:
+        lines.append(f"{'compressed':14} zstd, {z['records']} records, {z['compressed_bytes']} "
+                     f"bytes -> {z['decompressed_bytes']} bytes (ratio {z['ratio']:.2f})")
     lines.append(f"{'lost events':14} {summary['lost_events']}")
     lines.append("")
     lines.append(f"{'samples':>10}  tracepoint")

@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 import construct as c
 
 from ehtool.errors import InputError, combined
+from ehtool.perfdata.compression import Compression, zstd_decompressor
 from ehtool.perfdata.grammar import (
     EVENT_UPDATE_NAME,
     FILE_HEADER_SIZE,
@@ -57,6 +58,9 @@ _SAMPLE = int(_R.SAMPLE)
 # tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
 # the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
 _FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
+#: records after which the data cannot be split for a second process: AUXTRACE's payload
+#: is not made of records, and compressed records need the zstd stream from the start
+_NO_SPLIT = frozenset((int(_R.AUXTRACE), int(_R.COMPRESSED), int(_R.COMPRESSED2)))
 _NAME_RE = re.compile(r"^name:\s*(\S+)", re.MULTILINE)
 
 
@@ -132,6 +136,8 @@ class PerfDataFile:
         self._format_at: dict[int, int | None] = {}  # format ID -> absolute byte offset
         self._trailers: dict[int, Any] = {}
         self._deferred: list[InputError] = []
+        #: ``perf record -z``: bytes before and after decompression, the zstd stream
+        self.compression = Compression()
         self._fatal: InputError | None = None
         self._event_desc_applied = False
         self._u64 = struct.Struct(self.grammar.endian + "Q").unpack_from
@@ -441,6 +447,7 @@ class PerfDataFile:
             if self.pipe_mode:  # metadata arrived with the records: read them once
                 raise RuntimeError("a pipe-mode PerfDataFile can be iterated once")
             self.counts = {}
+            self.compression = Compression()
             self._deferred = []
             self._fatal = None
         self._consumed = True
@@ -463,6 +470,7 @@ class PerfDataFile:
                 pending += items[prev:]
             if pending:
                 yield _sort_by_time(pending)
+        self._check_compressed_end(self.position)
         self._raise_pending()
 
     def _mmap_batches(self) -> Iterator[tuple[list, list[int]]]:
@@ -492,6 +500,13 @@ class PerfDataFile:
         if hi > lo and self._mm is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    def _check_compressed_end(self, end: int) -> None:
+        """A record cut inside the compressed stream at the end of the data."""
+        if self.compression.pending and self._fatal is None:
+            self._fatal = InputError(
+                f"the compressed data ends inside a record ({len(self.compression.pending)} "
+                "bytes left over; truncated input?)", self.path, end)
 
     def _truncated(self, pos: int, end: int) -> None:
         if self._declared_end > end:
@@ -590,7 +605,7 @@ class PerfDataFile:
                 break  # incomplete (needs bytes beyond ``end``) or fatal
             pos = nxt
             if self._stop_middle is not None:  # mirror split_point() (see stop_at_split)
-                if rtype == _R.AUXTRACE:
+                if rtype in _NO_SPLIT:
                     self._stop_middle = None
                 elif rtype == _R.FINISHED_ROUND and self._stop_middle <= pos < self._data_end:
                     self._stop_middle = None
@@ -689,9 +704,9 @@ class PerfDataFile:
             self._event_update(buf, pos, nxt, offset)
         elif rtype == _R.ID_INDEX:
             self._id_index(buf, pos, nxt, offset)
-        elif (rtype == _R.COMPRESSED or rtype == _R.COMPRESSED2) and self.counts[rtype] == 1:
-            self._defer(InputError("compressed records (perf record -z) are not "
-                                   "supported; their events are skipped", self.path, offset))
+        elif (rtype == _R.COMPRESSED or rtype == _R.COMPRESSED2) and not self._decompress(
+                rtype, buf, pos, nxt, offset, out, flushes):
+            return -1
         if rtype == _R.COMM or rtype == _R.FORK or self._want_records:
             rec = self._record(rtype, buf, pos, size, base)
             if rtype == _R.COMM and rec.body is not None:
@@ -701,6 +716,41 @@ class PerfDataFile:
             if self._want_records:
                 out.append(rec)
         return nxt
+
+    def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
+                    flushes: list[int]) -> bool:
+        """Read the records inside a COMPRESSED/COMPRESSED2 record (``perf record -z``).
+
+        perf compresses the whole recording as one zstd stream cut into these records, so
+        one decompressor serves the file and a record may continue in the next one.
+        Records found inside carry the COMPRESSED record's offset in messages. False
+        (and ``_fatal``) when the data does not decompress.
+        """
+        if rtype == _R.COMPRESSED2:  # header, u64 data_size, data, padding to 8 bytes
+            size = self._u64(buf, pos + 8)[0] if nxt - pos >= 16 else -1
+            if not 0 <= size <= nxt - pos - 16:
+                self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
+                                         self.path, offset)
+                return False
+            data = bytes(buf[pos + 16:pos + 16 + size])
+        else:
+            data = bytes(buf[pos + 8:nxt])
+        z = self.compression
+        if z.decompressor is None:
+            z.decompressor = zstd_decompressor(self.path, offset)
+        try:
+            chunk = z.decompressor.decompress(data)
+        except Exception as exc:  # the binding's own error type
+            self._fatal = InputError(f"compressed data does not decompress: {exc}", self.path,
+                                     offset)
+            return False
+        z.records += 1
+        z.compressed += len(data)
+        z.decompressed += len(chunk)
+        inner = z.pending + chunk if z.pending else chunk
+        used = self._scan(inner, 0, len(inner), len(inner), offset, out, flushes)
+        z.pending = inner[used:]
+        return self._fatal is None
 
     def _event_update(self, buf: Any, pos: int, nxt: int, offset: int) -> None:
         if nxt - pos < 24:
@@ -779,7 +829,7 @@ class PerfDataFile:
                 self._release(released, pos)
                 released = pos
             rtype, _misc, size = hdr(mm, pos)
-            if size < 8 or rtype == 71:  # corrupt, or AUXTRACE's extra payload
+            if size < 8 or rtype in _NO_SPLIT:
                 return None
             pos += size
             if pos >= middle and rtype == 68 and pos < end:  # FINISHED_ROUND

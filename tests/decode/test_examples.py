@@ -51,9 +51,11 @@ def test_sched_example_matches_perf_script_count():
 #: microseconds and the monotonic time of the same instant, in ns
 _REFERENCE_TIME = {"sched.data": (1795345802_972211, 1507_487801979),
                    "sched-ids.data": (1795345804_235897, 1508_751487988),
-                   "sched-pipe.data": (1795345806_804846, 1511_320437195)}
+                   "sched-pipe.data": (1795345806_804846, 1511_320437195),
+                   "sched-z.data": (1795478825_969865, 4065_198137705),
+                   "sched-zpipe.data": (1795478827_152343, 4066_380615643)}
 _RECORDINGS = [EXAMPLES / "sched.data", DATA / "sched-ids.data", DATA / "sched-pipe.data",
-               DATA / "sched-task-noid.data"]
+               DATA / "sched-task-noid.data", DATA / "sched-z.data", DATA / "sched-zpipe.data"]
 _HEAD = re.compile(r"^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}): (\S+): (.*)$")
 # the print fmts of sched_switch and sched_wakeup in these recordings' tracing data
 _TRACE = {
