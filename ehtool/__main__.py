@@ -6,7 +6,7 @@ import signal
 # Ctrl-C while the interpreter imports the command line: exit 130, no traceback
 signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
 
-from ehtool.cli import main  # noqa: E402
+from ehtool.cli import interrupt, main  # noqa: E402
 
-signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGINT, interrupt)
 main()

@@ -15,18 +15,32 @@ import sys
 from typing import Any
 
 
-def _interrupted_early(signum: int, frame: object) -> None:
-    os._exit(130)  # Ctrl-C before main() runs: the exit status, no traceback
+def importing(frame: Any) -> bool:
+    """True when ``frame`` runs inside the import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def interrupt(signum: int, frame: Any) -> None:
+    """SIGINT: KeyboardInterrupt, except while a module is being imported, where an
+    exception can crash the interpreter (it did inside orjson's initialisation) or print
+    a traceback: then exit 130 at once (nothing has been written yet)."""
+    if importing(frame):
+        os._exit(130)
+    raise KeyboardInterrupt
 
 
 if os.path.basename(sys.argv[0]) == "ehtool":  # the console script, while it starts
-    signal.signal(signal.SIGINT, _interrupted_early)
+    signal.signal(signal.SIGINT, interrupt)
 
 
 def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
     """Console-script entry point: runs a command and maps errors to exit codes."""
-    if signal.getsignal(signal.SIGINT) is _interrupted_early:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
     from ehtool.errors import EhtoolError
 
     args = sys.argv[1:] if argv is None else list(argv)

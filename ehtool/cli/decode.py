@@ -76,6 +76,10 @@ def _hex_int(value: str) -> int:
                    "parentheses; names are fields, then meta keys, every meta key incl. "
                    "comm, meta.KEY for the meta key itself; see ehtool-decode(1)). A name "
                    "that no event has is reported at the end.")
+@click.option("--formats-from-host", is_flag=True,
+              help="For a file that lost its tracepoint formats (cut before its feature "
+                   "sections): use the running kernel's formats of the same ids (right only "
+                   "on the machine and boot that recorded it).")
 @click.option("--strict-filter", is_flag=True,
               help="A --filter name that no event of the input has is an error (exit 2).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 2), default=2, show_default=True,
@@ -90,8 +94,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
            level: int | None, keyword: int | None, pids: tuple[int, ...],
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
-           since: str | None, until: str | None, expr: str | None, strict_filter: bool,
-           jobs: int, quiet: bool) -> None:
+           since: str | None, until: str | None, expr: str | None,
+           formats_from_host: bool, strict_filter: bool, jobs: int, quiet: bool) -> None:
     """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin) into JSON
     that matches Microsoft's perf-decode: EventHeader events with their fields and
     meta, other tracepoints from their tracefs formats.
@@ -140,6 +144,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         bom=bom,
         input_format=input_format,
         nonsample=nonsample,
+        formats_from_host=formats_from_host,
         warn=warn,
     )
     options.jobs = jobs

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from ehtool.cli import importing as _importing
 from ehtool.errors import SignalExit
 
 __all__ = ["SignalExit", "TERMINATING", "exit_on_signals"]
@@ -56,12 +57,3 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
-
-
-def _importing(frame: FrameType | None) -> bool:
-    """True when ``frame`` runs inside the import machinery."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False

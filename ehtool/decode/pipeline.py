@@ -51,6 +51,8 @@ class DecodeOptions:
     jobs: int = 2
     #: False when a filter needs state from earlier records (--comm, relative --since)
     parallel_safe: bool = True
+    #: the running kernel's formats for events a (cut) file has none for
+    formats_from_host: bool = False
     #: called with each opened PerfDataFile before decoding (filters need its session)
     bind: Callable[[Any], None] | None = None
     warn: Callable[[str], None] | None = None
@@ -142,6 +144,14 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
     problems: list[InputError] = []
     with PerfDataFile.open(path, on_error=problems.append) as f:
         reading[0] = f
+        if options.formats_from_host and f.missing_formats():
+            from ehtool.decode.host_formats import attach_host_formats
+
+            names = attach_host_formats(f)
+            if names and options.warn is not None:
+                options.warn(f"{path}: formats of {', '.join(names)} taken from the running "
+                             "kernel (--formats-from-host): right only on the machine and "
+                             "boot that recorded the file")
         if options.bind is not None:
             options.bind(f)
         fmt = SampleFormatter(

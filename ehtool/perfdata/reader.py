@@ -266,8 +266,10 @@ class PerfDataFile:
         for i, bit in enumerate(bits):
             at = table + 16 * i
             if at + 16 > file_len:
-                self._defer(InputError("feature table runs past the end of the file",
-                                       self.path, at))
+                self._defer(InputError(
+                    "truncated file: the feature sections (event names, tracepoint formats) "
+                    "are missing; tracepoints show as raw bytes (on the recording machine, "
+                    "try --formats-from-host)", self.path, at))
                 return
             sec = g.section.parse(mm[at:at + 16])
             if sec.offset + sec.size > file_len:
@@ -395,6 +397,19 @@ class PerfDataFile:
             desc.name = (f"{fmt.system}:{fmt.name}" if fmt is not None
                          else f"{system}:{_format_name(text)}")
 
+    def missing_formats(self) -> list[int]:
+        """Tracepoint ids of recorded events whose format this file does not have (a
+        file cut before its feature sections)."""
+        return sorted({d.attr.config & 0xFFFFFFFF for d in self.descs
+                       if d.attr.type == PERF_TYPE_TRACEPOINT and d.format_text is None})
+
+    def add_formats(self, formats: dict[int, tuple[str, str]]) -> None:
+        """Formats found elsewhere (``{id: (system, format text)}``, e.g. the running
+        kernel's tracefs) for events this file has none for."""
+        for ident, entry in formats.items():
+            self._format_ids.setdefault(ident, entry)
+        self._finish_metadata()
+
     def _finish_metadata(self) -> None:
         """Attach the formats of descs added after the tracing data (each desc once)."""
         for desc in self.descs:
@@ -491,6 +506,8 @@ class PerfDataFile:
                 return
             self._release(pos, new)
             pos = self.position = new
+        if self._declared_end > end:  # cut at a record boundary: the header knows
+            self._truncated(end, end)
 
     def _release(self, start: int, end: int) -> None:
         """Drop the page cache mappings of records already read (samples hold copies),
@@ -512,7 +529,9 @@ class PerfDataFile:
         if self._declared_end > end:
             self._fatal = InputError(
                 f"truncated file: data section ends at {self._declared_end:#x} but the file "
-                f"has {end:#x} bytes (perf killed mid-write?)", self.path, pos)
+                f"has {end:#x} bytes (perf killed mid-write?); the records after the cut and "
+                "the feature sections (event names, tracepoint formats) are missing",
+                self.path, pos)
         else:
             what = "pipe stream" if self._stream is not None else "data section"
             self._fatal = InputError(f"record runs past the end of the {what} "

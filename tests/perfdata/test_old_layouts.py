@@ -83,3 +83,34 @@ def test_the_reference_pipe_file_when_given():
 
     expected = events(Path(path + ".linux.json").read_bytes())
     assert len(expected) == 551 and events(done.stdout) == expected
+
+
+def test_a_file_cut_at_every_record_boundary_says_so(tmp_path):
+    """Issue 12: a file-mode file cut at a record boundary (perf killed, disk full) exited
+    0 without a word: events after the cut were silently missing."""
+    import io
+    import json
+
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
+
+    data = (REPO / "examples" / "sched.data").read_bytes()
+    start, size = struct.unpack_from("<QQ", data, 40)
+    pos, boundaries, samples_before = start, [], []
+    n = 0
+    while pos < start + size:
+        rtype, _misc, rsize = struct.unpack_from("<IHH", data, pos)
+        pos += rsize
+        n += rtype == 9
+        boundaries.append(pos)
+        samples_before.append(n)
+    assert n == 35 and len(boundaries) > 100
+    path = tmp_path / "cut.data"
+    for cut, expected in zip(boundaries, samples_before, strict=True):
+        path.write_bytes(data[:cut])
+        out = io.BytesIO()
+        errors = decode_to(out, [str(path)], DecodeOptions(jobs=1, warn=lambda m: None))
+        events = json.loads(out.getvalue())[str(path)]
+        assert len(errors) == 1 and "truncated file" in str(errors[0]), cut
+        if cut == start + size:  # the data section is whole; the features are gone
+            assert "feature sections" in str(errors[0])
+        assert len(events) == expected, cut
