@@ -6,7 +6,7 @@ into JSON that matches Microsoft's ``perf-decode``.
 
 __version__ = "0.1.0"
 
-__all__ = ["open"]
+__all__ = ["Provider", "open"]
 
 
 def __getattr__(name: str):
@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from ehtool.events import open
 
         return open
+    if name == "Provider":
+        from ehtool.provider.api import Provider
+
+        return Provider
     raise AttributeError(f"module 'ehtool' has no attribute {name!r}")

@@ -1,12 +1,15 @@
 """``ehtool write``'s option values, shared by the click command and the
-click-free fast path (:mod:`ehtool.cli.fast_write`). Standard library only."""
+click-free fast path (:mod:`ehtool.cli.fast_write`). No third-party imports."""
 
 from __future__ import annotations
 
-LEVELS = {"critical": 1, "error": 2, "warning": 3, "info": 4, "information": 4, "verbose": 5}
-OPCODES = {"info": 0, "start": 1, "activity_start": 1, "stop": 2, "activity_stop": 2,
-           "collection_start": 3, "collection_stop": 4, "extension": 5, "reply": 6,
-           "resume": 7, "suspend": 8, "send": 9, "receive": 240}
+from ehtool.eventheader.enums import Level, Opcode
+
+#: level and opcode names (the EventHeader enums', lower case, and short aliases)
+LEVELS = {**{m.name.lower(): int(m) for m in Level if m},
+          "critical": Level.CRITICAL_ERROR, "info": Level.INFORMATION}
+OPCODES = {**{m.name.lower(): int(m) for m in Opcode},
+           "start": Opcode.ACTIVITY_START, "stop": Opcode.ACTIVITY_STOP}
 
 
 def named_int(value: str, table: dict[str, int], what: str, lo: int, hi: int) -> int:

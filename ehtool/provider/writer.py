@@ -20,6 +20,7 @@ from ehtool.eventheader.encoder import (
     encode,
     parse_type,
 )
+from ehtool.provider.api import EventSet, Provider
 
 
 class WriteDefaults:
@@ -88,8 +89,8 @@ class EventWriter:
         self.dry_run = dry_run
         self.out = out
         self.say = say or (lambda message: None)
-        self._ue: Any = None
-        self._regs: dict[str, Any] = {}
+        self._providers: dict[tuple[str, str | None], Provider] = {}
+        self._regs: dict[str, EventSet] = {}
         self.written = self.skipped = 0
 
     def one(self, provider: str, event_name: str, field_args: list[str],
@@ -114,10 +115,10 @@ class EventWriter:
             self.out.write(f"{tracepoint} {data.hex()}\n")
             self.written += 1
             return True
-        reg = self._regs.get(tracepoint)
-        if reg is None:
-            reg = self._regs[tracepoint] = self._register(tracepoint)
-        if reg.write(data):
+        events = self._regs.get(tracepoint)
+        if events is None:
+            events = self._regs[tracepoint] = self._register(tracepoint)
+        if events.write_encoded(data):
             self.written += 1
             self.say(f"{tracepoint}: wrote {len(data)} bytes")
             return True
@@ -126,15 +127,18 @@ class EventWriter:
         return False
 
     def close(self) -> None:
-        if self._ue is not None:
-            self._ue.close()
-            self._ue = None
+        for provider in self._providers.values():
+            provider.unregister()
+        self._providers.clear()
+        self._regs.clear()
         if self.out is not None:
             self.out.flush()
 
-    def _register(self, tracepoint: str) -> Any:
-        from ehtool.kernel.user_events import UserEvents
-
-        if self._ue is None:
-            self._ue = UserEvents.open()
-        return self._ue.register(f"{tracepoint} {names.EVENTHEADER_COMMAND_TYPES}")
+    def _register(self, tracepoint: str) -> EventSet:
+        """The event set of ``tracepoint`` through the Provider API (one per provider)."""
+        tp = names.parse(tracepoint)
+        key = (tp.provider, tp.group)
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = Provider(tp.provider, group=tp.group)
+        return provider.register(tp.level, tp.keyword)
