@@ -1,12 +1,8 @@
-"""``python3 -m ehtool``."""
+"""``python3 -m ehtool`` (``ehtool/__init__.py`` already made Ctrl-C quiet while it starts)."""
 
-import os
 import signal
 
-# Ctrl-C while the interpreter imports the command line: exit 130, no traceback
-signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-
-from ehtool.cli import interrupt, main  # noqa: E402
+from ehtool.cli import interrupt, main
 
 signal.signal(signal.SIGINT, interrupt)
 main()

@@ -23,8 +23,7 @@ def _hex_int(value: str) -> int:
 
 
 @click.command()
-@click.argument("inputs", nargs=-1, required=True, metavar="FILE...",
-                type=click.Path(allow_dash=True))
+@click.argument("inputs", nargs=-1, metavar="[FILE]...", type=click.Path(allow_dash=True))
 @click.option("-o", "--output", metavar="FILE", type=click.Path(allow_dash=True),
               help="Write to FILE instead of stdout ('-': stdout). A regular file is replaced "
                    "atomically (complete or not at all, keeping its mode); a FIFO or device "
@@ -96,9 +95,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
            since: str | None, until: str | None, expr: str | None,
            formats_from_host: bool, strict_filter: bool, jobs: int, quiet: bool) -> None:
-    """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin) into JSON
-    that matches Microsoft's perf-decode: EventHeader events with their fields and
-    meta, other tracepoints from their tracefs formats.
+    """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin; without FILE:
+    ./perf.data, as perf does) into JSON that matches Microsoft's perf-decode:
+    EventHeader events with their fields and meta, other tracepoints from their
+    tracefs formats. Compressed recordings (perf record -z) and older pipe layouts
+    are read too.
 
     Input errors (missing or truncated file, corrupt record) are reported on
     stderr after every complete record was written; the JSON stays valid and the
@@ -107,6 +108,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     \b
     Examples:
       ehtool decode perf.data > out.json
+      ehtool decode --format jsonl perf.data | jq -c 'select(.meta.level <= 3)'
       perf record -k monotonic -a -e sched:sched_switch -o - | ehtool decode -
       ehtool decode --compact --no-field-tags -o out.json perf.data
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
@@ -118,6 +120,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.events import parse_meta
     from ehtool.render.style import JsonStyle
 
+    inputs = inputs or ("perf.data",)
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     try:

@@ -1,4 +1,4 @@
-"""``ehtool info``: what a perf.data file holds."""
+"""``ehtool info``: what perf.data files hold."""
 
 from __future__ import annotations
 
@@ -6,24 +6,37 @@ import click
 
 
 @click.command()
-@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object for scripts.")
-def info(path: str, as_json: bool) -> None:
-    """Show a perf.data file's header and features (host, OS release, perf version,
-    CPUs, clock, command line), its time range and the samples per tracepoint,
-    with lost-event counts.
+@click.argument("paths", nargs=-1, metavar="[FILE]...", type=click.Path(allow_dash=True))
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON for scripts: one object (one per line for several files).")
+def info(paths: tuple[str, ...], as_json: bool) -> None:
+    """Show each perf.data FILE's header and features (host, OS release, perf version,
+    CPUs, clock, command line, compression), its time range, the samples per tracepoint
+    and per EventHeader event (provider:event), with lost-event counts. Without FILE:
+    ./perf.data, as perf does.
 
     \b
     Examples:
       ehtool info perf.data
-      ehtool info --json perf.data | jq .events
+      ehtool info traces/*.data
+      ehtool info --json perf.data | jq .eventheader_events
     """
+    import json
+
     from ehtool.decode.info import format_text, summarize
+    from ehtool.errors import EXIT_INPUT, EhtoolError
 
-    summary = summarize(path)
-    if as_json:
-        import json
-
-        click.echo(json.dumps(summary, indent=2))
-    else:
-        click.echo(format_text(summary))
+    failed = False
+    for i, path in enumerate(paths or ("perf.data",)):
+        try:
+            summary = summarize(path)
+        except EhtoolError as exc:
+            click.echo(f"ehtool: error: {exc}", err=True)
+            failed = True
+            continue
+        if as_json:
+            click.echo(json.dumps(summary, indent=None if len(paths) > 1 else 2))
+        else:
+            click.echo(("\n" if i else "") + format_text(summary))
+    if failed:
+        raise SystemExit(EXIT_INPUT)

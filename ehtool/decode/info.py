@@ -14,16 +14,23 @@ _RECORD_NAMES = {RecordType.LOST: "lost", RecordType.LOST_SAMPLES: "lost_samples
 
 def summarize(path: str) -> dict[str, Any]:
     """Everything ``ehtool info`` prints, as plain data."""
+    from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
 
     per_event: Counter[str] = Counter()
+    per_eventheader: Counter[str] = Counter()
     lost = 0
     first = last = None
     with PerfDataFile.open(path) as f:
+        identify = SampleConverter(big_endian=f.big_endian).identify
         for rec in f.records(order="file", nonsample=True):
             desc = getattr(rec, "desc", None)
             if getattr(rec, "raw", None) is not None and desc is not None:
                 per_event[desc.name or "?"] += 1
+                if desc.format is not None and desc.format.eventheader_offset is not None:
+                    provider, event, level, _ = identify(rec)
+                    if level is not None:
+                        per_eventheader[f"{provider}:{event}"] += 1
                 t = rec.time
                 if t is not None:
                     first = t if first is None or t < first else first
@@ -59,6 +66,7 @@ def summarize(path: str) -> dict[str, Any]:
                             if f.compression.records else None),
             "lost_events": lost,
             "events": dict(per_event.most_common()),
+            "eventheader_events": dict(per_eventheader.most_common()),
         }
 
 
@@ -87,4 +95,9 @@ def format_text(summary: dict[str, Any]) -> str:
     for name, count in summary["events"].items():
         lines.append(f"{count:10}  {name}")
     lines.append(f"{sum(summary['events'].values()):10}  total")
+    if summary.get("eventheader_events"):
+        lines.append("")
+        lines.append(f"{'samples':>10}  EventHeader event (provider:event)")
+        for name, count in summary["eventheader_events"].items():
+            lines.append(f"{count:10}  {name}")
     return "\n".join(lines)

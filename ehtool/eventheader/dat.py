@@ -5,18 +5,23 @@ then the EventHeader bytes."""
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Iterator
 
 from ehtool.errors import InputError
 
 
 def iter_dat(path: str) -> Iterator[tuple[str, bytes]]:
-    """Yield (tracepoint name, event bytes) for each record of a little-endian .dat file."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), path) from None
+    """Yield (tracepoint name, event bytes) for each record of a little-endian .dat file
+    (``-``: standard input)."""
+    if path == "-":
+        data, path = sys.stdin.buffer.read(), "stdin"
+    else:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise InputError(f"cannot open: {exc.strerror or exc}", path) from None
     pos = 0
     while pos < len(data):
         if pos + 4 > len(data):

@@ -144,7 +144,8 @@ def test_decode_into_a_closed_pipe_exits_quietly():
 
 
 def test_usage_errors_exit_2():
-    assert run().returncode == 2
+    done = run()  # no FILE: ./perf.data, as perf reads it (there is none here)
+    assert done.returncode == 1 and b"perf.data: cannot open" in done.stderr
     assert run("--sort", "bogus", str(SAMPLE)).returncode == 2
     done = run("--meta", "nonsense", str(SAMPLE))
     assert done.returncode == 2 and b"unknown meta key" in done.stderr
@@ -379,7 +380,9 @@ def test_ctrl_c_while_starting_gives_no_traceback(delay_ms):
     time.sleep(delay_ms / 1000)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
-    if err.startswith(b"Fatal Python error: init_"):
-        return  # still in the interpreter's own start-up (init_sys_streams, init_import_site)
-    assert b"Traceback" not in err, err
-    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+    # a traceback in ehtool's code is a bug; one of the interpreter's own start-up
+    # (its site module, runpy, the import of ehtool/__init__.py before its first line
+    # runs) has only <frozen ...> frames and is Python's to report
+    assert b"/ehtool/" not in err, err
+    if b"Traceback" not in err and not err.startswith(b"Fatal Python error: init_"):
+        assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
