@@ -68,7 +68,20 @@ class Provider:
     """An EventHeader provider: ``Provider("MyCompany_MyComponent", group=None)``.
 
     ``register(level, keyword)`` gives the :class:`EventSet` of one tracepoint;
-    ``unregister()`` ends them all (idempotent); the provider is a context manager.
+    ``unregister()`` ends them all (idempotent); the provider is a context manager::
+
+        with ehtool.Provider("MyCompany_MyComponent") as provider:
+            events = provider.register(level=4, keyword=0x2)   # ..._L4K2
+            if events.enabled:                                 # a session listens
+                events.write("Started", [("count", "u32", 7), ("name", "str", "x"),
+                                         ("ports", "port[]", [80, 443])],
+                             opcode=1, id=42, version=3, activity=uuid.uuid4())
+            started = events.prepare("Started", [("count", "u32"), ("name", "str")])
+            started.write(8, "y")                              # metadata encoded once
+
+    Field types are ``ehtool write``'s (see the module docstring); ``write`` returns
+    False without encoding while nobody listens. KernelError when the kernel refuses a
+    registration, EncodeError (ValueError) for a bad value, before any system call.
     """
 
     def __init__(self, name: str, *, group: str | None = None, open_user_events: Any = None
