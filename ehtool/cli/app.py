@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "list": ("ehtool.cli.list_events", "list_events", "List the user_events the kernel knows."),
     "write": ("ehtool.cli.write", "write", "Write one EventHeader event (or a batch)."),
     "record": ("ehtool.cli.record", "record", "Run a supervised perf record session."),
+    "query": ("ehtool.cli.query", "query", "Run SQL over recordings (DuckDB)."),
 }
 
 

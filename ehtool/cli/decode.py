@@ -32,9 +32,11 @@ def _hex_int(value: str) -> int:
               show_default=True,
               help="time: perf-decode's order (by time within each FINISHED_ROUND); "
                    "file: record order.")
-@click.option("--format", "out_format", type=click.Choice(["json", "jsonl"]), default="json",
-              show_default=True,
-              help="json: one document {FILE: [events]}; jsonl: one event per line.")
+@click.option("--format", "out_format", type=click.Choice(["json", "jsonl", "parquet"]),
+              default="json", show_default=True,
+              help="json: one document {FILE: [events]}; jsonl: one event per line (best "
+                   "for jq and pipes); parquet: one row per event, typed columns (needs "
+                   "ehtool[analysis]; see README 'Analysis').")
 @click.option("--compact", is_flag=True,
               help="No spaces (perf-decode's unit-test style) instead of perf-decode's spacing.")
 @click.option("--pretty", is_flag=True,
@@ -121,6 +123,10 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
+    if out_format == "parquet":
+        _parquet(inputs, output, providers or events or comms or pids or tids or cpus or expr
+                 or since or until or level is not None or keyword is not None)
+        return
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     try:
@@ -214,3 +220,21 @@ def _openable(path: str) -> bool:
     except OSError:
         return False
     return not os.path.isdir(path)
+
+
+def _parquet(inputs: tuple[str, ...], output: str | None, filtered: Any) -> None:
+    """``--format parquet``: the rows of ``ehtool.analysis.arrow``, to -o FILE or a pipe."""
+    from ehtool.analysis.arrow import require, write_parquet
+    from ehtool.decode.atomic import atomic_output
+
+    if filtered:
+        raise click.UsageError("filters apply to json and jsonl; select Parquet rows with "
+                               "SQL ('ehtool query')")
+    if (output is None or output == "-") and sys.stdout.isatty():
+        raise click.UsageError("Parquet is binary: write it with -o FILE or to a pipe")
+    require("pyarrow.parquet")
+    if output is None or output == "-":
+        write_parquet(inputs, sys.stdout.buffer)
+        return
+    with atomic_output(output) as out:
+        write_parquet(inputs, out)

@@ -1,0 +1,142 @@
+"""Decoded events as Arrow record batches: one row per event, streamed.
+
+=================  ========================  =========================================
+column             type                      value
+=================  ========================  =========================================
+file               string                    the input it came from
+time               timestamp[ns, UTC]        when the file has clock data, else null
+session_time       int64                     ns of the session clock (perf's time)
+cpu, pid, tid      int32                     the sample's
+comm               string                    thread name (COMM records), or null
+provider, event    string                    ``provider:event`` split (``system:name``
+                                             for other tracepoints)
+level, opcode      uint8                     EventHeader header (null for others)
+keyword            uint64                    from the tracepoint name
+id                 uint16                    EventHeader header
+version            uint8                     EventHeader header
+activity,          string                    UUIDs, or null
+related_activity
+fields             string                    JSON object of the fields (typed values:
+                                             numbers, strings, UUIDs and addresses as
+                                             text, bytes as hex, structs as objects;
+                                             of duplicate names the first)
+=================  ========================  =========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ehtool.errors import UsageError
+
+#: rows per record batch (memory stays bounded whatever the input size)
+BATCH_ROWS = 65536
+_EXTRA = "pip install 'ehtool[analysis]'"
+
+
+def require(module: str) -> Any:
+    """Import an optional analysis dependency, or UsageError naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UsageError(f"this needs {module.split('.')[0]}: {_EXTRA}") from None
+
+
+def schema() -> Any:
+    pa = require("pyarrow")
+    return pa.schema([
+        ("file", pa.string()), ("time", pa.timestamp("ns", tz="UTC")),
+        ("session_time", pa.int64()), ("cpu", pa.int32()), ("pid", pa.int32()),
+        ("tid", pa.int32()), ("comm", pa.string()), ("provider", pa.string()),
+        ("event", pa.string()), ("level", pa.uint8()), ("keyword", pa.uint64()),
+        ("opcode", pa.uint8()), ("id", pa.uint16()), ("version", pa.uint8()),
+        ("activity", pa.string()), ("related_activity", pa.string()),
+        ("fields", pa.string()),
+    ])
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, tuple):  # Fields: a struct
+        return value.to_dict() if hasattr(value, "to_dict") else list(value)
+    if isinstance(value, bytes):
+        return value.hex(" ")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)  # uuid.UUID, ipaddress
+
+
+def fields_json(fields: Any) -> str:
+    import orjson
+
+    return orjson.dumps(fields.to_dict(), default=_json_default,
+                        option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _int32(value: int | None) -> int | None:
+    """pid/tid as perf stores them (u32; -1 for an exiting task) in an int32 column."""
+    if value is None:
+        return None
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def record_batches(paths: Iterable[str], columns: list[str] | None = None
+                   ) -> Iterator[Any]:
+    """Record batches of the events of ``paths`` (in order; each file in time order)."""
+    pa = require("pyarrow")
+    from ehtool.events import open as open_events
+
+    full = schema()
+    names = columns or full.names
+    out_schema = pa.schema([full.field(n) for n in names])
+    rows: dict[str, list] = {n: [] for n in names}
+    count = 0
+    for path in paths:
+        with open_events(path) as events:
+            for ev in events:
+                meta = ev.meta
+                row = {
+                    "file": path, "time": ev.utc_ns, "session_time": ev.time,
+                    "cpu": meta.get("cpu"), "pid": _int32(meta.get("pid")),
+                    "tid": _int32(meta.get("tid")), "comm": meta.get("comm"),
+                    "provider": ev.provider, "event": ev.event,
+                    "level": meta.get("level"), "keyword": meta.get("keyword"),
+                    "opcode": meta.get("opcode"), "id": meta.get("id"),
+                    "version": meta.get("version"),
+                    "activity": _text(meta.get("activity")),
+                    "related_activity": _text(meta.get("related_activity")),
+                }
+                for n in names:
+                    rows[n].append(fields_json(ev.fields) if n == "fields" else row[n])
+                count += 1
+                if count == BATCH_ROWS:
+                    yield pa.RecordBatch.from_pydict(rows, schema=out_schema)
+                    rows = {n: [] for n in names}
+                    count = 0
+    if count:
+        yield pa.RecordBatch.from_pydict(rows, schema=out_schema)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def reader(paths: Iterable[str], columns: list[str] | None = None) -> Any:
+    """A ``pyarrow.RecordBatchReader`` over the events of ``paths``."""
+    pa = require("pyarrow")
+    full = schema()
+    out = pa.schema([full.field(n) for n in columns]) if columns else full
+    return pa.RecordBatchReader.from_batches(out, record_batches(paths, columns))
+
+
+def write_parquet(paths: Iterable[str], out: Any) -> int:
+    """Write the events of ``paths`` to a Parquet file (path or binary file); rows written."""
+    pq = require("pyarrow.parquet")
+    rows = 0
+    with pq.ParquetWriter(out, schema()) as writer:
+        for batch in record_batches(paths):
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows

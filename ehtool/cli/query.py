@@ -1,0 +1,58 @@
+"""``ehtool query``: SQL over recordings (DuckDB), without a JSON step."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command()
+@click.argument("sql")
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE...",
+                type=click.Path(allow_dash=True))
+@click.option("--format", "out_format", type=click.Choice(["table", "csv", "jsonl"]),
+              default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
+def query(sql: str, inputs: tuple[str, ...], out_format: str | None) -> None:
+    """Run SQL over a view ``events`` of the recordings FILE... (one row per event, the
+    columns of ``ehtool decode --format parquet``: file, time, session_time, cpu, pid,
+    tid, comm, provider, event, level, keyword, opcode, id, version, activity,
+    related_activity, fields (JSON text: use DuckDB's ->> and json_extract)). Needs
+    ``pip install 'ehtool[analysis]'``.
+
+    \\b
+    Examples:
+      ehtool query "select provider, event, count(*) from events group by all
+                    order by 3 desc" traces/*.data
+      ehtool query "select fields->>'status' as status, count(*) from events
+                    where event = 'Request' group by all" perf.data
+    """
+    from ehtool.analysis.arrow import reader, require
+    from ehtool.errors import UsageError
+
+    duckdb = require("duckdb")
+    con = duckdb.connect()
+    con.register("events", reader(list(inputs)))
+    try:
+        result = con.sql(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
+    if result is None:
+        return
+    out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
+    if out_format == "table":
+        result.show(max_width=1_000_000, max_rows=1_000_000)
+        return
+    table = result.arrow()
+    if hasattr(table, "read_all"):  # DuckDB 1.4+ gives a RecordBatchReader
+        table = table.read_all()
+    if out_format == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, sys.stdout.buffer)
+    else:
+        import orjson
+
+        out = sys.stdout.buffer
+        for row in table.to_pylist():
+            out.write(orjson.dumps(row, default=str) + b"\n")

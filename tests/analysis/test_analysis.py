@@ -1,0 +1,102 @@
+"""JSON Lines, Parquet, SQL (ehtool query) and Dask agree on the events of recordings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from golden import GOLDEN
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("duckdb")
+dd = pytest.importorskip("dask.dataframe")
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDINGS = [REPO / "examples" / "eventheader.data", REPO / "examples" / "sched.data",
+              REPO / "tests" / "data" / "sched-pipe.data", REPO / "tests" / "data" / "sched-z.data",
+              GOLDEN / "linuxtracepoints" / "perf.data"]
+
+
+def ehtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ehtool", *args], capture_output=True,
+                          cwd=REPO, check=False)
+
+
+def jsonl(path: Path) -> list[dict]:
+    done = ehtool("decode", "--format", "jsonl", "--no-field-tags", "--meta", "all,-common",
+                  str(path))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module", params=RECORDINGS, ids=lambda p: p.name)
+def recording(request) -> Path:
+    if not request.param.exists():
+        pytest.skip(f"{request.param} not found")
+    return request.param
+
+
+def test_counts_agree(recording, tmp_path):
+    events = jsonl(recording)
+    out = tmp_path / "out.parquet"
+    done = ehtool("decode", "--format", "parquet", "-o", str(out), str(recording))
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out)
+    assert table.num_rows == len(events) > 0
+    done = ehtool("query", "--format", "csv", "select count(*) as n from events",
+                  str(recording))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[1] == str(len(events))
+    from ehtool.dask import read_perfdata
+
+    assert len(read_perfdata(str(recording))) == len(events)
+    # a sample of values: names, cpus, pids and the first EventHeader fields
+    rows = table.to_pylist()
+    for row, event in zip(rows[::7], events[::7], strict=True):
+        assert f"{row['provider']}:{row['event']}" == event["n"]
+        assert row["cpu"] == event["meta"]["cpu"] and row["tid"] == event["meta"]["tid"]
+        fields = json.loads(row["fields"])
+        for key, value in event.items():
+            if key in ("n", "meta") or key not in fields:
+                continue
+            # the same type on both sides: ints, and strings (hex/errno/time texts of
+            # typed ints and times are compared by tests/events/test_typed.py)
+            if type(value) is type(fields[key]) and isinstance(value, int | str):
+                assert fields[key] == value, (key, fields[key], value)
+
+
+def test_query_group_by_and_errors():
+    done = ehtool("query", "--format", "jsonl",
+                  "select provider, count(*) as n from events group by all order by n desc",
+                  str(RECORDINGS[0]), str(RECORDINGS[1]))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(x) for x in done.stdout.splitlines()] == [
+        {"provider": "sched", "n": 35}, {"provider": "MyProvider", "n": 3}]
+    done = ehtool("query", "select nosuch from events", str(RECORDINGS[0]))
+    assert done.returncode == 2 and done.stderr.startswith(b"ehtool: error: SQL:")
+    assert done.stderr.count(b"\n") == 1
+
+
+def test_dask_on_a_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    from ehtool.dask import read_perfdata
+
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        df = read_perfdata([str(p) for p in RECORDINGS[:2]], columns=["provider", "event"])
+        assert df.npartitions == 2
+        counts = df.groupby("provider").size().compute().to_dict()
+    assert counts == {"MyProvider": 3, "sched": 35}
+
+
+def test_the_command_line_does_not_import_the_analysis_libraries():
+    done = subprocess.run([sys.executable, "-c", "import sys, ehtool.cli.app, ehtool; "
+                           "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') "
+                           "if m in sys.modules))"], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]"
