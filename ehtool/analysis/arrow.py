@@ -31,7 +31,7 @@ from typing import Any
 from ehtool.errors import UsageError
 
 #: rows per record batch (memory stays bounded whatever the input size)
-BATCH_ROWS = 65536
+BATCH_ROWS = 16384
 _EXTRA = "pip install 'ehtool[analysis]'"
 
 
