@@ -29,6 +29,7 @@ from ehtool.eventheader.encoder import (
     _metadata_extension,
     _packed,
     _payload,
+    check_shape,
     check_size,
     parse_type,
 )
@@ -117,6 +118,7 @@ def compile_event(event: Event) -> EventPlan | None:
     activity ids are not part of the plan: pass :func:`activity_extension`'s
     bytes to ``EventPlan.encode``.
     """
+    check_shape(event)
     meta = bytearray(_cstr(event.name, "event name"))
     packers, general = [], []
     for f in event.fields:

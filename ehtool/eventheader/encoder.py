@@ -23,6 +23,7 @@ and pointer size, an optional activity-id extension, the metadata extension
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import sys
@@ -33,7 +34,12 @@ from ehtool.eventheader.enums import ENCODING_CHAIN_FLAG as _ENC_CHAIN
 from ehtool.eventheader.enums import ENCODING_VARRAY_FLAG as _VARRAY
 from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG as _EXT_CHAIN
 from ehtool.eventheader.enums import FORMAT_CHAIN_FLAG as _FMT_CHAIN
-from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT, ExtensionKind, HeaderFlags
+from ehtool.eventheader.enums import (
+    STRUCT_NESTING_LIMIT,
+    TOP_LEVEL_FIELD_LIMIT,
+    ExtensionKind,
+    HeaderFlags,
+)
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 
@@ -197,8 +203,18 @@ def parse_type(text: str) -> tuple[FieldType, int | None]:
     return ftype, n
 
 
+def check_shape(event: Event) -> None:
+    """EncodeError for an event decoders would not show as sent: no name, too many fields."""
+    if event.name == "":
+        raise EncodeError("the event name is empty")
+    if len(event.fields) > TOP_LEVEL_FIELD_LIMIT:
+        raise EncodeError(f"{len(event.fields)} fields; decoders take at most "
+                          f"{TOP_LEVEL_FIELD_LIMIT} (group them in structs)")
+
+
 def encode(event: Event) -> bytes:
     """The whole event (header, extensions, payload); EncodeError when it cannot be sent."""
+    check_shape(event)
     meta = bytearray(_cstr(event.name, "event name"))
     payload = bytearray()
     for f in event.fields:
@@ -242,11 +258,11 @@ def _metadata_extension(meta: bytes | bytearray) -> bytes:
 
 
 def _encode_field(f: Field, meta: bytearray, payload: bytearray, depth: int) -> None:
-    if depth > STRUCT_NESTING_LIMIT:
-        raise EncodeError(f"field {f.name!r}: structs nest at most "
-                          f"{STRUCT_NESTING_LIMIT} deep")
     ftype, count = parse_type(f.type)
     if ftype.encoding == E.STRUCT:
+        if depth > STRUCT_NESTING_LIMIT:  # (decoders' rule: members of the 8th are fine)
+            raise EncodeError(f"field {f.name!r}: structs nest at most "
+                              f"{STRUCT_NESTING_LIMIT} deep")
         _encode_struct(f, count, meta, payload, depth)
         return
     _field_def(f, ftype.encoding, ftype.format, count, meta)
@@ -325,8 +341,11 @@ def _value(t: FieldType, value: Any, name: str) -> bytes:
         return _VALUE_ENCODERS.get(t.name, _packed)(t, value)
     except EncodeError as exc:
         raise EncodeError(f"field {name!r}: {exc}") from None
-    except (ValueError, TypeError, OverflowError, struct.error) as exc:
-        raise EncodeError(f"field {name!r}: {value!r} is not a valid {t.name} ({exc})") from None
+    except (ValueError, TypeError, OverflowError, struct.error, OSError) as exc:
+        # (OSError: socket.inet_pton's answer to a bad address)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise EncodeError(f"field {name!r}: {value!r} is not a valid {t.name} ({reason})"
+                          ) from None
 
 
 def _int(value: Any) -> int:
@@ -344,11 +363,14 @@ def _int(value: Any) -> int:
 def _packed(t: FieldType, value: Any) -> bytes:
     code = t.pack if t.pack.startswith(">") else _O + t.pack
     if t.pack in ("f", "d"):
-        return struct.pack(code, float(value))
+        number = float(value)
+        if math.isinf(number) and not (isinstance(value, float) or str(value).strip().lower()
+                                       .lstrip("+-") in ("inf", "infinity")):
+            raise ValueError("out of range")  # 1e309 reads as inf; only 'inf' means it
+        return struct.pack(code, number)
     number = _int(value)
-    if t.pack.isupper() and number < 0:
-        # accept two's complement input for unsigned/hex types
-        number &= (1 << (8 * struct.calcsize(code))) - 1
+    if t.pack.lstrip(">").isupper() and number < 0:
+        raise ValueError("a negative number for an unsigned type")
     return struct.pack(code, number)
 
 
@@ -383,6 +405,8 @@ _ZSTRINGS = (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.ZSTRING_CHAR32)
 
 
 def _text(t: FieldType, value: Any) -> bytes:
+    if value is None or isinstance(value, bool | dict | list | tuple | bytes):
+        raise EncodeError(f"{value!r} is not a string")
     text = value if isinstance(value, str) else str(value)
     unit = _UNIT.get(t.encoding, 1)
     data = text.encode(_CODEC[unit], "surrogatepass")

@@ -116,3 +116,5 @@ class Opcode(IntEnum):
 
 #: struct nesting limit shared by the reference decoders
 STRUCT_NESTING_LIMIT = 8
+#: decoders fail an event with more top-level fields than this (the reference enumerator)
+TOP_LEVEL_FIELD_LIMIT = 255

@@ -44,13 +44,12 @@ from ehtool.eventheader.enums import (
     FORMAT_CHAIN_FLAG,
     FORMAT_VALUE_MASK,
     STRUCT_NESTING_LIMIT,
+    TOP_LEVEL_FIELD_LIMIT,
     ExtensionKind,
     FieldEncoding,
     FieldFormat,
 )
 
-#: the reference enumerator fails an event with more top-level fields than this
-TOP_LEVEL_FIELD_LIMIT = 255
 #: ... or that needs more MoveNext steps than this (perf-decode's default)
 MOVE_NEXT_LIMIT = 4096
 

@@ -114,7 +114,7 @@ def build(provider: str, level: int, keyword: int, group: str | None = None,
     if not isinstance(keyword, int) or not 0 <= keyword < 1 << 64:
         raise InvalidNameError(f"keyword must be a 64-bit unsigned value, not {keyword!r}")
     if group is not None:
-        if not group or any(ch not in _OPTION_BODY for ch in group):
+        if not isinstance(group, str) or not group or any(ch not in _OPTION_BODY for ch in group):
             raise InvalidNameError(
                 f"group {group!r} must be one or more lowercase ASCII letters or digits"
             )
@@ -128,11 +128,14 @@ def build(provider: str, level: int, keyword: int, group: str | None = None,
 
 def check_provider(provider: str) -> None:
     """Validate a provider name: not empty, no space, ':', '/' or NUL, fits in a name."""
-    if not provider:
-        raise InvalidNameError("the provider name is empty")
+    if not isinstance(provider, str) or not provider:
+        raise InvalidNameError(f"the provider name must be a non-empty string, not {provider!r}")
     for ch, what in _FORBIDDEN.items():
         if ch in provider:
             raise InvalidNameError(f"provider name {provider!r} must not contain {what}")
+    if any(ch.isspace() or ord(ch) < 32 for ch in provider):
+        raise InvalidNameError(f"provider name {provider!r} must not contain whitespace or "
+                               "control characters")
     if len(provider) > NAME_MAX - 5:
         raise InvalidNameError(
             f"provider name is {len(provider)} characters; with '_L<level>K<keyword>' "

@@ -113,7 +113,7 @@ def test_build_formats_lowercase_hex_without_leading_zeros():
 
 
 @pytest.mark.parametrize(("args", "rule"), [
-    (("", 5, 1), "provider name is empty"),
+    (("", 5, 1), "provider name must be a non-empty string"),
     (("My Provider", 5, 1), "must not contain space"),
     (("My:Provider", 5, 1), "must not contain ':'"),
     (("P", 0, 1), "level must be 1..255"),

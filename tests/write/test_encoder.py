@@ -148,3 +148,45 @@ def test_batch_reports_bad_lines_and_keeps_going():
     strict = subprocess.run([sys.executable, "-m", "ehtool", "write", "--batch", "--dry-run",
                              "--strict"], input=lines, capture_output=True, text=True)
     assert strict.returncode == 1 and len(strict.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["P", "E", "ip:ipv4=999.1.1.1"], "field 'ip': '999.1.1.1' is not a valid ipv4"),
+    (["P", "E", "ip:ipv6=zz::1"], "field 'ip': 'zz::1' is not a valid ipv6"),
+    (["P", "E", "a:u8=-1"], "field 'a': '-1' is not a valid u8 (a negative number"),
+    (["P", "E", "p:port=-1"], "field 'p': '-1' is not a valid port"),
+    (["P", "E", "f:f32=1e309"], "field 'f': '1e309' is not a valid f32 (out of range)"),
+    (["P", "", "a=1"], "the event name is empty"),
+    (["P\nx", "E", "a=1"], "must not contain whitespace or control characters"),
+])
+def test_bad_write_values_are_usage_errors(args, message):
+    """Issue 13 item 7: each was an internal error, a wrap-around, or accepted."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", *args],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+def test_bad_batch_lines_are_reported_and_the_batch_goes_on():
+    import json
+
+    lines = [
+        {"provider": "P", "event": "E", "fields": [["ip", "ipv4", "999.1.1.1"]]},
+        {"provider": "P", "event": "E", "group": 1},
+        {"provider": "P", "event": "E", "fields": [["s", "str", None]]},
+        {"provider": "P", "event": "E", "fields": [["s", "str", {"a": 1}]]},
+        {"provider": "P", "event": "E", "fields": [[f"f{i}", "u8", 1] for i in range(256)]},
+        {"provider": "P", "event": "Good"},
+    ]
+    nest: list = [["x", "u8", 1]]
+    for depth in range(8):  # 8 levels of structs: decoders take it, so must the writer
+        nest = [[f"s{depth}", "struct", nest]]
+    lines.append({"provider": "P", "event": "Deep", "fields": nest})
+    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
+                          input="\n".join(json.dumps(x) for x in lines) + "\n",
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    errors = done.stderr.splitlines()
+    assert [e.split(":")[3] for e in errors] == ["1", "2", "3", "4", "5"]
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert len(done.stdout.splitlines()) == 2  # Good and Deep

@@ -18,7 +18,7 @@ from ehtool.provider.writer import EventWriter, WriteDefaults
 # (type, plain input the fast packers take, other input only the general code takes)
 CASES = [
     ("i8", -5, "-5"), ("i16", -300, "0x10"), ("i32", -70000, 3.0), ("i64", -(2**63), "-1"),
-    ("u8", 200, "200"), ("u16", 60000, -1), ("u32", 7, "7"), ("u64", 2**64 - 1, -1),
+    ("u8", 200, "200"), ("u16", 60000, "60000"), ("u32", 7, "7"), ("u64", 2**64 - 1, 2.0),
     ("x8", 0x10, "0x10"), ("x16", 0x1234, "0x1234"), ("x32", 0xBEEF, "0xbeef"),
     ("x64", 1, "1"), ("iptr", -1, "-1"), ("uptr", 5, "5"), ("xptr", 0xFF, "0xff"),
     ("bool", True, "true"), ("bool32", False, "false"), ("f32", 1.5, "1.5"), ("f64", 2, "-2"),
