@@ -134,7 +134,10 @@ class SampleFormatter:
     def format_many(self, samples: list) -> list[bytes]:
         """The JSON objects for a list of samples (the decode hot loop)."""
         if self._native is not None:
-            return self._native.format_many(samples)
+            try:
+                return self._native.format_many(samples)
+            except OverflowError:
+                pass  # a clock offset beyond 64 bits (corrupt CLOCK_DATA): Python's ints
         handlers = self._handlers
         out = []
         append = out.append

@@ -1,0 +1,82 @@
+"""The decode fuzz check (tests/fuzz, scripts/fuzz_decode.py): mutations of real
+recordings and what must hold for each."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+from pathlib import Path
+
+from ehtool.decode.pipeline import DecodeOptions, decode_to
+from ehtool.errors import EhtoolError
+
+
+def seeds(repo: Path) -> list[bytes]:
+    """The recordings mutations start from (the project's, and the golden ones if present)."""
+    paths = sorted((repo / "examples").glob("*.data")) + sorted((repo / "tests" / "data")
+                                                                  .glob("*.data"))
+    golden = repo / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
+    if golden.exists():
+        paths.append(golden)
+    return [p.read_bytes() for p in paths]
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    """A few byte flips, random bytes, a cut or an insertion."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 6)):
+        op = rng.randrange(5)
+        if op == 0 and buf:
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+        elif op == 1 and buf:
+            buf[rng.randrange(len(buf))] = rng.choice((0, 0xFF, 0x7F, 0x80, rng.randrange(256)))
+        elif op == 2 and rng.random() < 0.3:
+            del buf[rng.randrange(len(buf) + 1):]
+        elif op == 3 and buf:
+            at = rng.randrange(len(buf))
+            buf[at:at + 8] = rng.randbytes(min(8, len(buf) - at))
+        elif buf:
+            at = rng.randrange(len(buf))
+            buf[at:at] = rng.randbytes(rng.randint(1, 8))
+    return bytes(buf)
+
+
+def _decode(path: str, **kw) -> tuple[bytes, list[str], list[str]]:
+    out, warnings = io.BytesIO(), []
+    errors = decode_to(out, [path], DecodeOptions(warn=warnings.append, **kw))
+    return out.getvalue(), warnings, [str(e) for e in errors]
+
+
+def check_input(path: str) -> str | None:
+    """What is wrong with decoding ``path`` (None: nothing)."""
+    runs = {}
+    for pure in ("", "1"):
+        if pure:
+            os.environ["EHTOOL_PURE"] = "1"
+        else:
+            os.environ.pop("EHTOOL_PURE", None)
+        for jobs in (1, 2):
+            try:
+                runs[pure, jobs] = _decode(path, jobs=jobs)
+            except EhtoolError as exc:
+                return f"an error escaped decode_to: {exc}"
+            except Exception as exc:  # an internal error: the bug this looks for
+                return f"internal error {type(exc).__name__}: {exc}"
+    os.environ.pop("EHTOOL_PURE", None)
+    first = runs["", 1]
+    for key, run in runs.items():
+        if run != first:
+            return f"output differs: C/pure {key} vs C -j 1"
+    try:
+        json.loads(first[0])
+    except ValueError as exc:
+        return f"invalid JSON: {exc}"
+    lines, _, _ = _decode(path, jobs=1, jsonl=True)
+    try:
+        for line in lines.splitlines():
+            json.loads(line)
+    except ValueError as exc:
+        return f"invalid JSON Lines: {exc}"
+    return None

@@ -1,0 +1,53 @@
+"""Run the decode fuzz check (tests/fuzz) offline for many inputs.
+
+    python3 scripts/fuzz_decode.py 100000 [--seed S] [--seconds T]
+
+Prints the inputs checked, the problems found (each saved under /tmp/ehtool-fuzz/) and the
+peak RSS. Stops at N inputs or after T seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import ehtool.decode.pipeline as pipeline  # noqa: E402
+from ehtool.decode.fuzzing import check_input, mutate, seeds  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("count", type=int)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=float("inf"))
+    args = parser.parse_args()
+    pipeline._PARALLEL_MIN_BYTES = 1 << 12  # small inputs take the two-process path too
+    originals = seeds(REPO)
+    rng = random.Random(args.seed)
+    work = Path("/tmp/ehtool-fuzz")
+    work.mkdir(exist_ok=True)
+    path = work / "input.data"
+    started, problems, done = time.monotonic(), 0, 0
+    while done < args.count and time.monotonic() - started < args.seconds:
+        data = mutate(rng, rng.choice(originals))
+        path.write_bytes(data)
+        problem = check_input(str(path))
+        done += 1
+        if problem is not None:
+            problems += 1
+            (work / f"problem-{done}.data").write_bytes(data)
+            print(f"input {done}: {problem}", flush=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"{done} inputs, {problems} problems, {time.monotonic() - started:.0f} s, "
+          f"peak RSS {rss} MB (this process; forked workers are separate)")
+
+
+if __name__ == "__main__":
+    main()
