@@ -166,7 +166,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     if output is None and sys.stdout is None:
         raise click.UsageError("standard output is closed; write to a file with -o FILE")
     bar = None
-    if not quiet and sys.stderr is not None and sys.stderr.isatty():
+    if not quiet and sys.stderr is not None and sys.stderr.isatty() and not _same_terminal(
+            output):
         from ehtool.cli.progress import ProgressBar
 
         bar = options.progress = ProgressBar(sys.stderr, "decoding")
@@ -238,3 +239,17 @@ def _parquet(inputs: tuple[str, ...], output: str | None, filtered: Any) -> None
         return
     with atomic_output(output) as out:
         write_parquet(inputs, out)
+
+
+def _same_terminal(output: str | None) -> bool:
+    """True when the events go to the terminal the progress bar would be drawn on (it
+    would be drawn over them)."""
+    import os
+
+    if output is not None and output != "-":
+        return False
+    try:
+        return sys.stdout.isatty() and os.path.samestat(os.fstat(sys.stdout.fileno()),
+                                                        os.fstat(sys.stderr.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -44,8 +44,12 @@ class ProgressBar:
             frac = min(done / total, 1.0)
             filled = int(frac * _WIDTH)
             bar = "#" * filled + "-" * (_WIDTH - filled)
+            eta = ""
+            if 0 < done < total and elapsed > 1:
+                left = (total - done) * elapsed / done
+                eta = f"  ETA {int(left // 60)}:{int(left % 60):02d}"
             text = (f"{self.label} [{bar}] {frac * 100:3.0f}%  {_size(done)} of "
-                    f"{_size(total)}  {rate}")
+                    f"{_size(total)}  {rate}{eta}")
         else:
             text = f"{self.label} {_size(done)} read  {rate}"
         self.stream.write("\r" + text.strip() + "\x1b[K")
