@@ -43,6 +43,9 @@ def _hex_int(value: str) -> int:
               help="Indented JSON, one member per line, for reading (json format only).")
 @click.option("--field-tags/--no-field-tags", default=True, show_default=True,
               help="Append ';tag=0xN' to EventHeader field names that carry a tag.")
+@click.option("--decimal-pids", is_flag=True,
+              help="tracefs pid_t fields (prev_pid, next_pid...) as decimal numbers; "
+                   "perf-decode shows them as hex strings (\"0xB6C\").")
 @click.option("--bom/--no-bom", default=False, show_default=True,
               help="Start with a UTF-8 BOM, as perf-decode does when stdout is not a terminal.")
 @click.option("--meta", "meta_spec", default="default", show_default=True, metavar="LIST",
@@ -90,7 +93,8 @@ def _hex_int(value: str) -> int:
                    "bar appears only when stderr is a terminal and decoding takes over a "
                    "second.)")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
-           compact: bool, pretty: bool, field_tags: bool, bom: bool, meta_spec: str,
+           compact: bool, pretty: bool, field_tags: bool, decimal_pids: bool, bom: bool,
+           meta_spec: str,
            input_format: str,
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
            level: int | None, keyword: int | None, pids: tuple[int, ...],
@@ -145,7 +149,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             click.echo(f"ehtool: warning: {message}", err=True)
 
     options = DecodeOptions(
-        style=JsonStyle(space=not compact, field_tags=field_tags),
+        style=JsonStyle(space=not compact, field_tags=field_tags, decimal_pids=decimal_pids),
         order=order,
         meta=meta,
         jsonl=out_format == "jsonl",

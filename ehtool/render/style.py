@@ -21,6 +21,8 @@ class JsonStyle:
     space: bool = True
     #: append ``;tag=0xN`` to EventHeader field names whose tag is not zero
     field_tags: bool = True
+    #: tracefs ``pid_t`` fields as signed decimals (perf-decode: ``"0x1F4"``)
+    decimal_pids: bool = False
     first: bytes = field(init=False)
     sep: bytes = field(init=False)
     colon: bytes = field(init=False)

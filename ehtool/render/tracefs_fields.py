@@ -15,6 +15,7 @@ A renderer is built once per format and then called for every sample.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 from collections.abc import Callable
@@ -50,6 +51,8 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
         fields = fmt.common_fields + fmt.fields
     else:
         fields = fmt.fields
+    if style.decimal_pids:
+        fields = [_decimal_pid(f) for f in fields]
     order = ">" if big_endian else "<"
     parts = [(style.sep + latin1_json(f.name.encode("latin-1", "replace")) + style.colon,
               _value_getter(f, style, order, big_endian)) for f in fields]
@@ -57,6 +60,13 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
     if not fields:
         return lambda raw: b""
     return _compiled_renderer(fields, parts, order)
+
+
+def _decimal_pid(f: FieldFormat) -> FieldFormat:
+    """A ``pid_t`` field shown as a signed decimal (perf-decode shows it as hex)."""
+    if f.format == HEX and f.decl.split()[:1] == ["pid_t"]:
+        return dataclasses.replace(f, format=SIGNED)
+    return f
 
 
 def raw_renderer(style: JsonStyle) -> Renderer:

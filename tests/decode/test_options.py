@@ -87,3 +87,29 @@ def test_field_tags_are_on_by_default_and_only_thing_dropped():
     assert tagged.count(b";tag=0x") > 0
     assert run("decode", "--field-tags") == tagged
     assert re.sub(rb';tag=0x[0-9A-F]+"', b'"', tagged) == plain
+
+
+def test_decimal_pids_show_pid_t_fields_as_numbers(impl):
+    """Issue 15: perf-decode's "prev_pid": "0xB6C"; --decimal-pids gives 2924."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "examples" / "sched.data"
+
+    def events(*args: str) -> list[dict]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *args, str(sample)], capture_output=True, check=True)
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    hexed, decimal = events(), events("--decimal-pids")
+    checked = 0
+    for a, b in zip(hexed, decimal, strict=True):
+        for key in ("pid", "prev_pid", "next_pid"):
+            if key in a:
+                assert isinstance(a[key], str) and b[key] == int(a[key], 16)
+                checked += 1
+        assert {k: v for k, v in a.items() if not k.endswith("pid")} == \
+            {k: v for k, v in b.items() if not k.endswith("pid")}
+    assert checked == 35 + 23  # every pid_t field of every event
