@@ -32,10 +32,12 @@ def _hex_int(value: str) -> int:
               show_default=True,
               help="time: perf-decode's order (by time within each FINISHED_ROUND); "
                    "file: record order.")
-@click.option("--format", "out_format", type=click.Choice(["json", "jsonl", "parquet"]),
-              default="json", show_default=True,
+@click.option("--format", "out_format",
+              type=click.Choice(["json", "jsonl", "text", "parquet"]), default="json",
+              show_default=True,
               help="json: one document {FILE: [events]}; jsonl: one event per line (best "
-                   "for jq and pipes); parquet: one row per event, typed columns (needs "
+                   "for jq and pipes); text: one line per event in perf script's spirit, "
+                   "for people and grep; parquet: one row per event, typed columns (needs "
                    "ehtool[analysis]; see README 'Analysis').")
 @click.option("--compact", is_flag=True,
               help="No spaces (perf-decode's unit-test style) instead of perf-decode's spacing.")
@@ -127,6 +129,10 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
+    if out_format == "text":
+        _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
+              or since or until or level is not None or keyword is not None)
+        return
     if out_format == "parquet":
         _parquet(inputs, output, providers or events or comms or pids or tids or cpus or expr
                  or since or until or level is not None or keyword is not None)
@@ -257,3 +263,26 @@ def _same_terminal(output: str | None) -> bool:
                                                         os.fstat(sys.stderr.fileno()))
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _text(inputs: tuple[str, ...], output: str | None, filtered: Any) -> None:
+    """``--format text``: a line per event from the typed layer."""
+    from ehtool.decode.atomic import atomic_output
+    from ehtool.errors import EXIT_INPUT, EhtoolError
+    from ehtool.events import open as open_events
+    from ehtool.render.text import event_line
+
+    if filtered:
+        raise click.UsageError("filters apply to json and jsonl; grep the text lines")
+    failed = False
+    with atomic_output(output or "-") as out:
+        for path in inputs:
+            try:
+                with open_events(path) as events:
+                    for ev in events:
+                        out.write(event_line(ev).encode("utf-8", "surrogateescape") + b"\n")
+            except EhtoolError as exc:
+                click.echo(f"ehtool: error: {exc}", err=True)
+                failed = True
+    if failed:
+        raise SystemExit(EXIT_INPUT)

@@ -113,3 +113,22 @@ def test_decimal_pids_show_pid_t_fields_as_numbers(impl):
         assert {k: v for k, v in a.items() if not k.endswith("pid")} == \
             {k: v for k, v in b.items() if not k.endswith("pid")}
     assert checked == 35 + 23  # every pid_t field of every event
+
+
+def test_text_format_is_one_line_per_event():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "eventheader.data"), str(repo / "examples" / "sched.data")]
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "text", *paths],
+                          capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 + 35
+    assert lines[2].startswith("ehtool 106/106 [001] 2026-11-22T12:18:39.661435143Z "
+                               "MyProvider:Request: level=4 keyword=0x2 opcode=1 activity=")
+    assert lines[2].endswith("url=/index.html status=200 client={ip=10.0.0.7 port=51234} "
+                             "elapsed=0.0125")
+    assert lines[4].endswith("sched:sched_switch: prev_comm=perf prev_pid=30907 prev_prio=120 "
+                             "prev_state=2 next_comm=migration/0 next_pid=18 next_prio=0")

@@ -1,0 +1,64 @@
+"""``ehtool decode --format text``: one line per event for people and grep, in the spirit of
+``perf script``::
+
+    perf 30907/30907 [000] 2026-11-22T11:10:03.057260000Z sched:sched_wakeup: \
+        comm=migration/0 pid=18 prio=0 target_cpu=0       (one line)
+
+comm pid/tid [cpu] time (UTC with clock data, else seconds of the session clock), the
+event's name, then ``field=value`` pairs (strings as they are when they have no space or
+quote, else JSON-quoted; structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader events add
+``level=`` and ``keyword=`` (and ``opcode=``, ``activity=`` when set) after the name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ehtool.values.times import format_utc_seconds
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, tuple):  # Fields: a struct
+        return "{" + " ".join(f"{n}={_value(v)}" for n, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return value.hex()
+    if hasattr(value, "isoformat"):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = str(value)
+    if text == "" or any(c.isspace() or c in "\"'=" for c in text):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _time(ev: Any) -> str:
+    if ev.utc_ns is not None:
+        sec, ns = divmod(ev.utc_ns, 1_000_000_000)
+        return f"{format_utc_seconds(sec)}.{ns:09d}Z"
+    if ev.time is None:
+        return "-"
+    sec, ns = divmod(ev.time, 1_000_000_000)
+    return f"{sec}.{ns:09d}"
+
+
+def event_line(ev: Any) -> str:
+    """One typed event (``ehtool.events.Event``) as a line (no newline)."""
+    meta = ev.meta
+    cpu = meta.get("cpu")
+    head = (f"{meta.get('comm') or '-'} {meta.get('pid')}/{meta.get('tid')} "
+            f"[{cpu:03d}] " if cpu is not None else f"{meta.get('comm') or '-'} ")
+    parts = [f"{head}{_time(ev)} {ev.name}:"]
+    if ev.eventheader:
+        parts.append(f"level={meta['level']} keyword={meta['keyword']:#x}")
+        if meta.get("opcode"):
+            parts.append(f"opcode={meta['opcode']}")
+        if meta.get("activity"):
+            parts.append(f"activity={meta['activity']}")
+    parts.extend(f"{name}={_value(value)}" for name, value in ev.fields)
+    if ev.error:
+        parts.append(f"(not decoded as EventHeader: {ev.error})")
+    return " ".join(parts)
