@@ -61,6 +61,10 @@ _FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
 #: records after which the data cannot be split for a second process: AUXTRACE's payload
 #: is not made of records, and compressed records need the zstd stream from the start
 _NO_SPLIT = frozenset((int(_R.AUXTRACE), int(_R.COMPRESSED), int(_R.COMPRESSED2)))
+#: records in the data section that change how later samples read (attrs, ids, names,
+#: formats): the second core applies them while it looks for its split point
+_METADATA = frozenset(int(r) for r in (_R.HEADER_ATTR, _R.HEADER_TRACING_DATA, _R.ID_INDEX,
+                                       _R.EVENT_UPDATE, _R.HEADER_FEATURE))
 _NAME_RE = re.compile(r"^name:\s*(\S+)", re.MULTILINE)
 
 
@@ -136,6 +140,7 @@ class PerfDataFile:
         self._format_at: dict[int, int | None] = {}  # format ID -> absolute byte offset
         self._trailers: dict[int, Any] = {}
         self._deferred: list[InputError] = []
+        self._want_records = False  # (set by each iteration)
         #: ``perf record -z``: bytes before and after decompression, the zstd stream
         self.compression = Compression()
         self._fatal: InputError | None = None
@@ -850,8 +855,15 @@ class PerfDataFile:
             rtype, _misc, size = hdr(mm, pos)
             if size < 8 or rtype in _NO_SPLIT:
                 return None
-            pos += size
-            if pos >= middle and rtype == 68 and pos < end:  # FINISHED_ROUND
+            if rtype in _METADATA:  # the second core needs what they say (ids, names...)
+                counts = dict(self.counts)
+                pos = self._other(rtype, mm, pos, size, end, 0, [], [])
+                self.counts = counts
+                if pos < 0:
+                    return None
+            else:
+                pos += size
+            if pos >= middle and rtype == _R.FINISHED_ROUND and pos < end:
                 self._release(self._data_start, pos)
                 return pos
         self._release(self._data_start, pos)

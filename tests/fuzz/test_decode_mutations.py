@@ -34,3 +34,11 @@ def test_mutated_recordings(originals, tmp_path, monkeypatch):
         path.write_bytes(data)
         problem = check_input(str(path))
         assert problem is None, f"input {i}: {problem} (seed 20261124)"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "tests" / "data" / "fuzz")
+                                        .glob("*.data")))
+def test_inputs_the_fuzzer_found(name, monkeypatch):
+    """Each file under tests/data/fuzz once broke a check (see tests/data/README.md)."""
+    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 12)
+    assert check_input(str(REPO / "tests" / "data" / "fuzz" / name)) is None
