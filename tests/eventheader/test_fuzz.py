@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ehtool.decode.fuzzing import mutate
 from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.errors import EhtoolError
 from ehtool.eventheader.dat import iter_dat
@@ -32,24 +33,6 @@ FUZZ_FILES = int(os.environ.get("EHTOOL_FUZZ_FILES", "60"))
 @pytest.fixture(scope="module")
 def golden_events() -> list[tuple[str, bytes]]:
     return list(iter_dat(str(golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat"))))
-
-
-def _mutate(rng: random.Random, data: bytes) -> bytes:
-    buf = bytearray(data)
-    for _ in range(rng.randint(1, 4)):
-        op = rng.randrange(5)
-        if op == 0 and buf:
-            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
-        elif op == 1 and buf:
-            buf[rng.randrange(len(buf))] = rng.choice((0, 0xFF, 0x7F, 0x80, rng.randrange(256)))
-        elif op == 2:
-            del buf[rng.randrange(len(buf) + 1):]
-        elif op == 3:
-            buf += bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
-        elif buf:
-            i = rng.randrange(len(buf))
-            buf[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
-    return bytes(buf)
 
 
 _TYPED = TypedDecoder()
@@ -75,7 +58,7 @@ def test_mutated_golden_events(golden_events):
     decoders = [EventHeaderDecoder(SPACED), EventHeaderDecoder(COMPACT)]
     for _ in range(FUZZ_EVENTS):
         name, data = rng.choice(golden_events)
-        _check(rng.choice(decoders), name, _mutate(rng, data))
+        _check(rng.choice(decoders), name, mutate(rng, data))
 
 
 def test_mutated_perf_data(tmp_path):
