@@ -856,9 +856,7 @@ class PerfDataFile:
             if size < 8 or rtype in _NO_SPLIT:
                 return None
             if rtype in _METADATA:  # the second core needs what they say (ids, names...)
-                counts = dict(self.counts)
-                pos = self._other(rtype, mm, pos, size, end, 0, [], [])
-                self.counts = counts
+                pos = self._apply_quietly(rtype, mm, pos, size, end)
                 if pos < 0:
                     return None
             else:
@@ -868,6 +866,16 @@ class PerfDataFile:
                 return pos
         self._release(self._data_start, pos)
         return None
+
+    def _apply_quietly(self, rtype: int, buf: Any, pos: int, size: int, end: int) -> int:
+        """Apply a metadata record while looking for the split point: its problems are
+        the first core's to report (it reads the same record), so none are kept here."""
+        saved = self.counts, self.on_error, self._fatal
+        self.counts, self.on_error = dict(self.counts), lambda err: None
+        try:
+            return self._other(rtype, buf, pos, size, end, 0, [], [])
+        finally:
+            self.counts, self.on_error, self._fatal = saved
 
     def stop_at_split(self) -> None:
         """Make the next iteration end where :meth:`split_point` would cut, without
