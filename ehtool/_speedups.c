@@ -1010,8 +1010,13 @@ static PyTypeObject ScannerType = {
  *        an EventHeader tracepoint: the decoder's fast-path cache ``fast`` (tracepoint ->
  *        first 12 event bytes -> entry) is consulted as EventHeaderDecoder.decode_parts
  *        does; a hit without activity ids is formatted here, anything else by handler.
- * The meta object is the UTC template of SampleFormatter (time, cpu, pid, tid, extra);
- * when the session clock has no UTC offset every sample goes to its handler. */
+ * The meta object is the template of SampleFormatter (time, cpu, pid, tid, extra). Its
+ * time is written as ``time_mode`` says (the TIME_* constants, ehtool/render/times.py):
+ * perf-decode's (UTC with the session clock's offset, else session seconds), integer ns,
+ * seconds since the first event or since the previous one (state kept here; Python
+ * handlers reach it through Formatter.time_json). */
+
+enum { TIME_PERF = 0, TIME_NS = 1, TIME_REL = 2, TIME_DELTA = 3 };
 
 static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute names */
 
@@ -1023,7 +1028,56 @@ typedef struct {
     PyObject *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta; /* bytes */
     long long last_sec;
     PyObject *last_prefix; /* bytes or NULL */
+    int time_mode;         /* TIME_* */
+    int utc;               /* in this format_many call: ISO times (TIME_PERF + clock data) */
+    int have_base;         /* base holds the first (REL) or previous (DELTA) time */
+    unsigned long long base;
 } FormatterObject;
+
+/* ``[-]sec.nnnnnnnnn`` (a JSON number) of a signed nanosecond count */
+static int
+out_put_seconds(Out *o, __int128 when)
+{
+    if (when < 0) {
+        if (out_put(o, "-", 1) < 0)
+            return -1;
+        when = -when;
+    }
+    unsigned long long sec = (unsigned long long)(when / 1000000000);
+    long long ns = (long long)(when % 1000000000);
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%llu.%09lld", sec, ns);
+    return out_put(o, buf, n);
+}
+
+/* The time value of ``t`` (session clock ns) in a non-ISO mode; advances REL/DELTA state. */
+static int
+put_time_value(FormatterObject *self, Out *o, unsigned long long t, long long offset_ns)
+{
+    __int128 when;
+    switch (self->time_mode) {
+    case TIME_NS:
+        when = (__int128)t + offset_ns;
+        if (when > INT64_MAX || when < INT64_MIN) {
+            PyErr_SetString(PyExc_OverflowError, "time beyond 64 bits");
+            return -1;
+        }
+        return out_put_i64(o, (int64_t)when);
+    case TIME_REL:
+        if (!self->have_base) {
+            self->base = t;
+            self->have_base = 1;
+        }
+        return out_put_seconds(o, (__int128)t - (__int128)self->base);
+    case TIME_DELTA:
+        when = self->have_base ? (__int128)t - (__int128)self->base : 0;
+        self->base = t;
+        self->have_base = 1;
+        return out_put_seconds(o, when);
+    default: /* TIME_PERF without a UTC offset: seconds of the session clock */
+        return out_put_seconds(o, (__int128)t);
+    }
+}
 
 static PyObject *
 time_prefix(FormatterObject *self, long long sec)
@@ -1043,13 +1097,20 @@ time_prefix(FormatterObject *self, long long sec)
     return prefix;
 }
 
-/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra> } }`` appended to o. */
+/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra> } }`` appended to o; ``utc``: the
+ * ISO form with ``offset_ns`` (TIME_PERF with clock data). */
 static int
-put_meta(FormatterObject *self, Out *o, PyObject *sample, long long offset_ns, PyObject *extra)
+put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
+         PyObject *extra)
 {
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
     if (t == (unsigned long long)-1 && PyErr_Occurred())
         return -1;
+    if (!utc) {
+        if (out_put_bytes(o, self->pre_time) < 0 || put_time_value(self, o, t, offset_ns) < 0)
+            return -1;
+        goto ids;
+    }
     __int128 when = (__int128)t + offset_ns;
     long long sec = (long long)(when / 1000000000);
     long long ns = (long long)(when % 1000000000);
@@ -1068,6 +1129,7 @@ put_meta(FormatterObject *self, Out *o, PyObject *sample, long long offset_ns, P
     if (out_put_bytes(o, self->pre_time) < 0 || out_put_bytes(o, prefix) < 0 ||
         out_put(o, digits, 9) < 0 || out_put(o, "Z\"", 2) < 0)
         return -1;
+ids:;
     PyObject *const mids[3] = {self->mid_cpu, self->mid_pid, self->mid_tid};
     for (int i = 0; i < 3; i++) {
         long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sample, 1 + i));
@@ -1107,7 +1169,7 @@ assemble(FormatterObject *self, PyObject *sample, long long offset_ns, PyObject 
         PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
         goto done;
     }
-    if (put_meta(self, &o, sample, offset_ns, extra) == 0)
+    if (put_meta(self, &o, sample, self->utc, offset_ns, extra) == 0)
         result = PyBytes_FromStringAndSize(o.data, o.len);
 done:
     out_free(&o);
@@ -1244,11 +1306,12 @@ Formatter_format_many(FormatterObject *self, PyObject *samples)
     PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
     if (offset == NULL)
         return NULL;
-    int utc = offset != Py_None;
-    long long offset_ns = utc ? PyLong_AsLongLong(offset) : 0;
+    int known = offset != Py_None;
+    long long offset_ns = known ? PyLong_AsLongLong(offset) : 0;
     Py_DECREF(offset);
-    if (utc && offset_ns == -1 && PyErr_Occurred())
+    if (known && offset_ns == -1 && PyErr_Occurred())
         return NULL;
+    self->utc = known && self->time_mode == TIME_PERF;
     Py_ssize_t n = PyList_GET_SIZE(samples);
     PyObject *out = PyList_New(n);
     if (out == NULL)
@@ -1282,8 +1345,6 @@ Formatter_format_many(FormatterObject *self, PyObject *samples)
         PyObject *r;
         if (!PyTuple_Check(h))
             r = call1(h, sample);
-        else if (!utc)
-            r = call1(PyTuple_GET_ITEM(h, PyTuple_GET_SIZE(h) - 1), sample);
         else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
             r = format_plain(self, h, sample, offset_ns);
         else
@@ -1303,11 +1364,16 @@ static PyObject *
 Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"make", "clock", "pre_time", "mid_cpu", "mid_pid", "mid_tid",
-                             "end_meta", NULL};
+                             "end_meta", "time_mode", NULL};
     PyObject *make, *clock, *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOSSSSS", kwlist, &make, &clock, &pre_time,
-                                     &mid_cpu, &mid_pid, &mid_tid, &end_meta))
+    int time_mode = TIME_PERF;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOSSSSS|i", kwlist, &make, &clock, &pre_time,
+                                     &mid_cpu, &mid_pid, &mid_tid, &end_meta, &time_mode))
         return NULL;
+    if (time_mode < TIME_PERF || time_mode > TIME_DELTA) {
+        PyErr_SetString(PyExc_ValueError, "time_mode must be a TIME_* constant");
+        return NULL;
+    }
     FormatterObject *self = (FormatterObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -1323,6 +1389,7 @@ Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->mid_pid = Py_NewRef(mid_pid);
     self->mid_tid = Py_NewRef(mid_tid);
     self->end_meta = Py_NewRef(end_meta);
+    self->time_mode = time_mode;
     return (PyObject *)self;
 }
 
@@ -1358,7 +1425,37 @@ Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
     return 0;
 }
 
+/* Formatter.time_json(t): the time value in a non-ISO mode, sharing the REL/DELTA state
+ * of format_many (for the Python handlers of samples the template does not cover). */
+static PyObject *
+Formatter_time_json(FormatterObject *self, PyObject *arg)
+{
+    unsigned long long t = PyLong_AsUnsignedLongLong(arg);
+    if (t == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    long long offset_ns = 0;
+    if (self->time_mode == TIME_NS) {
+        PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
+        if (offset == NULL)
+            return NULL;
+        if (offset != Py_None)
+            offset_ns = PyLong_AsLongLong(offset);
+        Py_DECREF(offset);
+        if (offset_ns == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Out o;
+    out_init(&o);
+    PyObject *r = NULL;
+    if (put_time_value(self, &o, t, offset_ns) == 0)
+        r = PyBytes_FromStringAndSize(o.data, o.len);
+    out_free(&o);
+    return r;
+}
+
 static PyMethodDef Formatter_methods[] = {
+    {"time_json", (PyCFunction)Formatter_time_json, METH_O,
+     "time_json(time) -> the meta time value (bytes) in a non-ISO time_mode"},
     {"format_many", (PyCFunction)Formatter_format_many, METH_O,
      "format_many(samples) -> list of JSON event objects (bytes)"},
     {NULL},
@@ -1412,6 +1509,7 @@ PyInit__speedups(void)
     EXPORT(OP_CSTR) EXPORT(OP_CALL)
     EXPORT(FX_UNSIGNED) EXPORT(FX_SIGNED) EXPORT(FX_HEX) EXPORT(FX_PORT) EXPORT(FX_PY)
     EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID)
+    EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX)
 #undef EXPORT
     return m;

@@ -17,6 +17,8 @@ OP_LIT, OP_FIXED, OP_STR, OP_ARRAY, OP_SEEK, OP_CSTR, OP_CALL = range(7)
  FX_UUID) = range(9)
 # ... and what OP_STR may write itself (flags)
 STR_ASCII, STR_BOM, STR_HEX = 1, 2, 4
+# the meta time modes of ``_speedups.Formatter`` (ehtool/render/times.py)
+TIME_PERF, TIME_NS, TIME_REL, TIME_DELTA = range(4)
 
 
 def load() -> ModuleType | None:

@@ -48,6 +48,12 @@ def _hex_int(value: str) -> int:
 @click.option("--decimal-pids", is_flag=True,
               help="tracefs pid_t fields (prev_pid, next_pid...) as decimal numbers; "
                    "perf-decode shows them as hex strings (\"0xB6C\").")
+@click.option("--time", "time_mode", type=click.Choice(["perf", "iso", "ns", "rel", "delta"]),
+              default="perf", show_default=True,
+              help="meta time: perf: perf-decode's (a UTC string with clock data, else "
+                   "seconds); iso: the same, warning when a file has no clock data; ns: "
+                   "integer nanoseconds (UTC epoch with clock data); rel: seconds since the "
+                   "first event printed; delta: seconds since the previous one.")
 @click.option("--bom/--no-bom", default=False, show_default=True,
               help="Start with a UTF-8 BOM, as perf-decode does when stdout is not a terminal.")
 @click.option("--meta", "meta_spec", default="default", show_default=True, metavar="LIST",
@@ -95,7 +101,8 @@ def _hex_int(value: str) -> int:
                    "bar appears only when stderr is a terminal and decoding takes over a "
                    "second.)")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
-           compact: bool, pretty: bool, field_tags: bool, decimal_pids: bool, bom: bool,
+           compact: bool, pretty: bool, field_tags: bool, decimal_pids: bool,
+           time_mode: str, bom: bool,
            meta_spec: str,
            input_format: str,
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
@@ -129,6 +136,9 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
+    if time_mode != "perf" and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--time applies to json and jsonl ({out_format} has its own "
+                               "time column)")
     if out_format == "text":
         _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
               or since or until or level is not None or keyword is not None)
@@ -154,6 +164,14 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         if not quiet:
             click.echo(f"ehtool: warning: {message}", err=True)
 
+    if output is None and sys.stdout is None:
+        raise click.UsageError("standard output is closed; write to a file with -o FILE")
+    bar = None
+    if not quiet and sys.stderr is not None and sys.stderr.isatty() and not _same_terminal(
+            output):
+        from ehtool.cli.progress import ProgressBar
+
+        bar = ProgressBar(sys.stderr, "decoding")
     options = DecodeOptions(
         style=JsonStyle(space=not compact, field_tags=field_tags, decimal_pids=decimal_pids),
         order=order,
@@ -164,23 +182,12 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         input_format=input_format,
         nonsample=nonsample,
         formats_from_host=formats_from_host,
+        time=time_mode,
+        selection=selection if selection.active else None,
+        jobs=jobs,
         warn=warn,
+        progress=bar,
     )
-    options.jobs = jobs
-    if selection.active:
-        options.parallel_safe = selection.parallel_safe
-        options.bind = selection.bind
-        options.prefilter = selection.prefilter
-        if selection.needs_event():
-            options.select = selection.select
-    if output is None and sys.stdout is None:
-        raise click.UsageError("standard output is closed; write to a file with -o FILE")
-    bar = None
-    if not quiet and sys.stderr is not None and sys.stderr.isatty() and not _same_terminal(
-            output):
-        from ehtool.cli.progress import ProgressBar
-
-        bar = options.progress = ProgressBar(sys.stderr, "decoding")
     try:
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             errors = _decode(inputs, output, options)

@@ -384,8 +384,8 @@ class Selection:
                     or self.keyword is not None
                     or (self.expr is not None and not self.expr.on_sample))
 
-    def select(self, sample: Any, event: bytes | None = None) -> bool:
-        """Checks on the typed event of ``sample`` (``event``, its JSON, is not needed)."""
+    def select(self, sample: Any) -> bool:
+        """Checks on the typed event of ``sample``."""
         if not sample.is_sample:
             return True
         provider, event, level, keyword = self._identify(sample)

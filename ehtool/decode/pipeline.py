@@ -18,7 +18,7 @@ import gc
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from ehtool.errors import EhtoolError, InputError, SignalExit, combined
 from ehtool.render.events import META_DEFAULT
@@ -28,6 +28,27 @@ from ehtool.render.style import SPACED, JsonStyle
 _BATCH = 512
 #: data sections smaller than this are decoded by one process
 _PARALLEL_MIN_BYTES = 8 << 20
+
+
+class EventSelection(Protocol):
+    """What ``--filter`` and the other selections give the pipeline
+    (``ehtool.decode.filters.Selection``)."""
+
+    @property
+    def parallel_safe(self) -> bool:
+        """False when selecting an event needs the records before it."""
+
+    def bind(self, perf_file: Any) -> None:
+        """Called with each opened PerfDataFile before its records are read."""
+
+    def needs_event(self) -> bool:
+        """True when :meth:`select` must run (checks beyond :meth:`prefilter`)."""
+
+    def prefilter(self, sample: Any) -> bool:
+        """Cheap checks on the sample's own values (pid, cpu, time...)."""
+
+    def select(self, sample: Any) -> bool:
+        """Checks on the typed event (provider, level, fields...)."""
 
 
 @dataclass
@@ -42,19 +63,15 @@ class DecodeOptions:
     pretty: bool = False
     bom: bool = False
     input_format: str = "perf"  # "perf" or "dat"
-    #: keeps a formatted event when it returns True (filters); None keeps all
-    select: Callable[[Any, bytes], bool] | None = None
-    #: samples are checked cheaply before formatting (pid, cpu, name...)
-    prefilter: Callable[[Any], bool] | None = None
+    #: how meta time is shown: perf, iso, ns, rel, delta (ehtool/render/times.py)
+    time: str = "perf"
+    #: which events are printed (filters); None prints all
+    selection: EventSelection | None = None
     nonsample: bool = False
     #: processes to decode with (file mode, big inputs); 1 disables the second core
     jobs: int = 2
-    #: False when a filter needs state from earlier records (--comm, relative --since)
-    parallel_safe: bool = True
     #: the running kernel's formats for events a (cut) file has none for
     formats_from_host: bool = False
-    #: called with each opened PerfDataFile before decoding (filters need its session)
-    bind: Callable[[Any], None] | None = None
     warn: Callable[[str], None] | None = None
     #: ``progress(bytes_done, bytes_total)`` after each batch (total 0: unknown)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
@@ -70,39 +87,52 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     from ehtool.render.document import DocumentWriter, JsonLinesWriter
 
     inputs = list(inputs)
-    report = options.progress
-    sizes = [_input_size(path) for path in inputs] if report is not None else []
-    total = 0 if 0 in sizes else sum(sizes)
-    done = 0
-    reading: list[Any] = [None]  # the PerfDataFile being read, for progress
+    progress = _Progress(options.progress, inputs)
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
     threshold = gc.get_threshold()
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
-        for i, path in enumerate(inputs):
-            name = "stdin" if path == "-" else path
-            writer.begin_file(name)
+        for path in inputs:
+            writer.begin_file("stdin" if path == "-" else path)
             try:
-                for batch in _batches(path, options, reading, writer):
+                for batch in _batches(path, options, progress, writer):
                     if type(batch) is _Spliced:  # the second core's half, framed
                         writer.splice(batch.file, batch.count)
                         continue
                     writer.events(batch)
-                    if report is not None and reading[0] is not None:
-                        report(done + reading[0].position, total)
+                    progress.batch_done()
             except EhtoolError as exc:
                 errors.append(exc)
             writer.end_file()
-            reading[0] = None
-            if report is not None:
-                done += sizes[i]
-                report(done, total)
+            progress.input_done()
     finally:
         gc.set_threshold(*threshold)
         writer.close()
     return errors
+
+
+class _Progress:
+    """Input bytes read so far, reported to ``DecodeOptions.progress``."""
+
+    def __init__(self, report: Callable[[int, int], None] | None, inputs: list[str]) -> None:
+        self.report = report
+        self.sizes = [_input_size(path) for path in inputs] if report is not None else []
+        self.total = 0 if 0 in self.sizes else sum(self.sizes)
+        self.done = 0
+        #: the PerfDataFile being read (its ``position``), or None
+        self.reading: Any = None
+
+    def batch_done(self) -> None:
+        if self.report is not None and self.reading is not None:
+            self.report(self.done + self.reading.position, self.total)
+
+    def input_done(self) -> None:
+        self.reading = None
+        if self.report is not None:
+            self.done += self.sizes.pop(0)
+            self.report(self.done, self.total)
 
 
 def _input_size(path: str) -> int:
@@ -126,15 +156,15 @@ class _Spliced(NamedTuple):
     count: int
 
 
-def _batches(path: str, options: DecodeOptions, reading: list[Any],
+def _batches(path: str, options: DecodeOptions, progress: _Progress,
              writer: Any) -> Iterator[list[bytes] | _Spliced]:
     """The formatted events of one input, a list at a time."""
     if options.input_format == "dat":
         return _dat_batches(path, options)
-    return _perf_batches(path, options, reading, writer)
+    return _perf_batches(path, options, progress, writer)
 
 
-def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
+def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
                   writer: Any) -> Iterator[list[bytes] | _Spliced]:
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
@@ -143,7 +173,7 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
     # after the last record; a fatal one (a corrupt record) ends the walk and is raised
     problems: list[InputError] = []
     with PerfDataFile.open(path, on_error=problems.append) as f:
-        reading[0] = f
+        progress.reading = f
         if options.formats_from_host and f.missing_formats():
             from ehtool.decode.host_formats import attach_host_formats
 
@@ -152,8 +182,8 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
                 options.warn(f"{path}: formats of {', '.join(names)} taken from the running "
                              "kernel (--formats-from-host): right only on the machine and "
                              "boot that recorded the file")
-        if options.bind is not None:
-            options.bind(f)
+        if options.selection is not None:
+            options.selection.bind(f)
         fmt = SampleFormatter(
             options.style,
             big_endian=f.big_endian,
@@ -164,18 +194,26 @@ def _perf_batches(path: str, options: DecodeOptions, reading: list[Any],
             meta=options.meta,
             warn=options.warn,
             file=("stdin" if path == "-" else path) if options.jsonl else None,
+            time_mode=options.time,
         )
         if _parallel(f, options):
             yield from _two_cores(f, fmt, options, writer, problems)
         else:
             yield from _format_batches(f, fmt, options)
+        if options.time == "iso" and not f.session.clock.utc_known and options.warn:
+            options.warn(f"{path}: no clock data (record with perf record -k CLOCK_REALTIME "
+                         "or -k monotonic): times are seconds of the session clock")
         if problems:
             raise combined(problems)
 
 
 def _parallel(f: Any, options: DecodeOptions) -> bool:
     """True to decode a file-mode input with two processes."""
-    if options.jobs < 2 or not options.parallel_safe or "comm" in options.meta:
+    selection = options.selection
+    if options.jobs < 2 or "comm" in options.meta or (
+            selection is not None and not selection.parallel_safe):
+        return False
+    if options.time in ("rel", "delta"):  # each time depends on the events before it
         return False
     return not f.pipe_mode and f.data_range[1] - f.data_range[0] >= _PARALLEL_MIN_BYTES
 
@@ -275,27 +313,43 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
 
 def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[bytes]]:
     """The formatted (and filtered) events of an open perf.data file, a list at a time."""
-    prefilter = options.prefilter
-    select = options.select
+    selection = options.selection
+    prefilter = selection.prefilter if selection is not None else None
+    select = selection.select if selection is not None and selection.needs_event() else None
     if prefilter is None and select is None and not options.nonsample:
         format_many = fmt.format_many
         for batch in f.batches(options.order, nonsample=False):
             yield format_many(batch)
         return
-    format_sample = fmt.format
+    format_many = fmt.format_many
+    format_record = fmt.format_record
     for batch in f.batches(options.order, nonsample=options.nonsample):
-        out = []
+        # filter first (no formatting for events not printed), then format the rest
+        # together: the C loop's fast path, and rel/delta times see only printed events
+        kept = []
         for sample in batch:
             if prefilter is not None and not prefilter(sample):
                 continue
+            if select is not None and not select(sample):
+                continue
+            kept.append(sample)
+        if not options.nonsample:
+            yield format_many(kept)
+            continue
+        out: list[bytes] = []
+        run: list = []
+        for sample in kept:
             if sample.is_sample:
-                event = format_sample(sample)
-            else:
-                event = fmt.format_record(sample)
-                if event is None:
-                    continue
-            if select is None or select(sample, event):
+                run.append(sample)
+                continue
+            if run:
+                out += format_many(run)
+                run = []
+            event = format_record(sample)
+            if event is not None:
                 out.append(event)
+        if run:
+            out += format_many(run)
         yield out
 
 

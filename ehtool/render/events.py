@@ -16,6 +16,8 @@ from typing import Any
 
 from ehtool.perfdata.grammar import SampleType
 from ehtool.render.style import JsonStyle
+from ehtool.render.times import TIME_MODES, TimeFormat
+from ehtool.speedups import TIME_PERF
 from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
 
 #: meta keys in perf-decode's order; the first twelve are its default set
@@ -77,6 +79,7 @@ class SampleFormatter:
         warn: Callable[[str], None] | None = None,
         file: str | None = None,
         clock: Any = None,
+        time_mode: str = "perf",
     ) -> None:
         self.style = style
         self.big_endian = big_endian
@@ -85,6 +88,12 @@ class SampleFormatter:
         #: the session's SessionClock, when time_json is its method: the hot path
         #: then formats UTC times inside the meta template
         self.clock = clock
+        #: --time (ehtool/render/times.py); ns, rel and delta replace time_json
+        self.time_mode = time_mode
+        self._iso_clock = clock
+        if TIME_MODES[time_mode] != TIME_PERF:
+            self.time_json = TimeFormat(time_mode, clock).json
+            self._iso_clock = None
         self.comm_of = comm_of
         self.meta = meta
         self.warn = warn
@@ -121,6 +130,8 @@ class SampleFormatter:
             meta & {"provider", "event", "options", "flags"}
         )
         self._native = self._native_loop()
+        if self._native is not None and self._iso_clock is None:
+            self.time_json = self._native.time_json  # one rel/delta state, the C loop's
 
     # -- public ---------------------------------------------------------------
 
@@ -174,7 +185,8 @@ class SampleFormatter:
         s = self.style
         return speedups.Formatter(
             self._native_spec, self.clock, self._k_meta + s.first + self._k_time,
-            s.sep + self._k_cpu, s.sep + self._k_pid, s.sep + self._k_tid, self._end_meta)
+            s.sep + self._k_cpu, s.sep + self._k_pid, s.sep + self._k_tid, self._end_meta,
+            TIME_MODES[self.time_mode])
 
     def _native_spec(self, desc: Any) -> Any:
         """For the C loop: the spec of ``desc``'s hot path, or its Python handler."""
@@ -203,7 +215,7 @@ class SampleFormatter:
         file_meta = self._file_meta
         slow_meta = self._meta
 
-        clock = self.clock
+        clock = self._iso_clock
         utc = self._fast_utc_meta
         if fast is not None:
             plain_fast_extra = plain_meta_extra + file_meta

@@ -19,7 +19,9 @@ FILES = ["golden", "examples/eventheader.data", "examples/sched.data",
          "tests/data/sched-ids.data", "tests/data/sched-pipe.data",
          "tests/data/sched-task-noid.data"]
 SHAPES = [[], ["--compact"], ["--no-field-tags"], ["--meta", "all"], ["--meta", "+comm"],
-          ["--meta", "-time"], ["--sort", "file"], ["--format", "jsonl"], ["-j", "1"]]
+          ["--meta", "-time"], ["--sort", "file"], ["--format", "jsonl"], ["-j", "1"],
+          ["--time", "ns"], ["--time", "rel", "--nonsample"], ["--time", "delta", "--filter", "pid != 0"],
+          ["--time", "delta", "--sort", "file", "--meta", "+comm"]]
 
 
 def decode(path: Path, *args: str, pure: bool) -> subprocess.CompletedProcess:

@@ -39,7 +39,7 @@ def test_same_bytes_with_two_processes(big, order):
 
 def test_same_bytes_with_a_filter(big):
     sel = Selection(providers=("TestProviderC",), level=4)
-    kw = dict(select=sel.select, prefilter=sel.prefilter, bind=sel.bind)
+    kw = dict(selection=sel)
     one = run(big, jobs=1, **kw)
     assert 0 < one.count(b'"n":') < 80_000
     assert run(big, jobs=2, **kw) == one
@@ -57,14 +57,24 @@ def test_same_bytes_when_the_first_half_is_empty(big, keep):
     the splice must turn the first lead into the array's opening."""
     with PerfDataFile.open(big) as f:
         split = f.split_point()
-    if keep == "second-half":
-        def prefilter(sample):
-            return sample.offset >= split
-    else:
-        def prefilter(sample):
+
+    class Keep:
+        parallel_safe = True
+
+        def bind(self, perf_file):
+            pass
+
+        def needs_event(self):
             return False
-    one = run(big, jobs=1, prefilter=prefilter)
-    assert run(big, jobs=2, prefilter=prefilter) == one
+
+        def prefilter(self, sample):
+            return keep == "second-half" and sample.offset >= split
+
+        def select(self, sample):
+            raise AssertionError("needs_event() is False")
+
+    one = run(big, jobs=1, selection=Keep())
+    assert run(big, jobs=2, selection=Keep()) == one
     assert (one.count(b'"n":') > 0) == (keep == "second-half")
 
 

@@ -8,11 +8,11 @@ import pytest
 from ehtool import speedups
 from impl import require_speedups
 
-NAMES = [n for n in dir(speedups) if n.split("_")[0] in ("OP", "FX", "STR") and n.isupper()]
+NAMES = [n for n in dir(speedups) if n.split("_")[0] in ("OP", "FX", "STR", "TIME") and n.isupper()]
 
 
 def test_python_names_the_whole_c_enums() -> None:
-    assert len(NAMES) == 7 + 9 + 3
+    assert len(NAMES) == 7 + 9 + 3 + 4
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,0 +1,87 @@
+"""``ehtool decode --time``: how meta time is shown, checked against the typed layer's
+times of the same events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+import ehtool
+
+REPO = Path(__file__).resolve().parents[2]
+SCHED = REPO / "examples/sched.data"  # recorded with -k CLOCK_MONOTONIC: clock data
+NO_CLOCK = REPO / "tests/data/sched-task-noid.data"  # recorded without -k: none
+
+
+def decode(path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                           *args, str(path)], capture_output=True, cwd=REPO, text=True)
+
+
+def times(path: Path, *args: str) -> list:
+    run = decode(path, *args)
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line)["meta"]["time"] for line in run.stdout.splitlines()]
+
+
+def typed(path: Path, keep=lambda ev: True) -> list:
+    with ehtool.open(path) as events:
+        return [ev for ev in events if keep(ev)]
+
+
+def test_ns_is_utc_nanoseconds_with_clock_data():
+    events = typed(SCHED)
+    assert times(SCHED, "--time", "ns") == [ev.utc_ns for ev in events]
+    assert all(ev.utc_ns is not None for ev in events)
+
+
+def test_ns_is_session_nanoseconds_without_clock_data():
+    events = typed(NO_CLOCK)
+    assert events[0].utc_ns is None
+    assert times(NO_CLOCK, "--time", "ns") == [ev.time for ev in events]
+
+
+def test_rel_and_delta_are_seconds_from_the_first_and_the_previous_event():
+    ns = [ev.time for ev in typed(SCHED)]
+    rel = times(SCHED, "--time", "rel")
+    delta = times(SCHED, "--time", "delta")
+    assert rel[0] == delta[0] == 0
+    assert rel == pytest.approx([(t - ns[0]) / 1e9 for t in ns], abs=1e-9)
+    assert delta == pytest.approx([0] + [(b - a) / 1e9 for a, b in pairwise(ns)], abs=1e-9)
+
+
+def test_rel_and_delta_count_only_the_events_printed():
+    """As perf script's --reltime/--deltatime: filters first, then times."""
+    pid = typed(SCHED)[5].meta["pid"]
+    ns = [ev.time for ev in typed(SCHED, lambda ev: ev.meta["pid"] == pid)]
+    assert len(ns) > 3
+    assert times(SCHED, "--time", "rel", "--pid", str(pid)) == pytest.approx(
+        [(t - ns[0]) / 1e9 for t in ns], abs=1e-9)
+    assert times(SCHED, "--time", "delta", "--pid", str(pid)) == pytest.approx(
+        [0] + [(b - a) / 1e9 for a, b in pairwise(ns)], abs=1e-9)
+
+
+def test_negative_intervals_keep_their_sign_in_file_order():
+    """--sort file: an event earlier than the one before it (another CPU's buffer)."""
+    delta = decode(SCHED, "--time", "delta", "--sort", "file").stdout
+    assert '"time": -0.' in delta
+    json.loads("[" + ",".join(delta.splitlines()) + "]")  # each one a JSON number
+
+
+def test_iso_warns_for_a_file_without_clock_data():
+    run = decode(NO_CLOCK, "--time", "iso")
+    assert run.returncode == 0
+    assert "no clock data" in run.stderr
+    assert run.stdout == decode(NO_CLOCK).stdout
+    assert decode(SCHED, "--time", "iso").stderr == ""
+
+
+@pytest.mark.parametrize("fmt", ["text", "parquet"])
+def test_time_is_refused_where_it_has_no_meaning(fmt):
+    run = decode(SCHED, "--time", "ns", "--format", fmt)
+    assert run.returncode == 2 and "--time" in run.stderr
