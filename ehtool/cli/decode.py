@@ -54,6 +54,10 @@ def _hex_int(value: str) -> int:
                    "seconds); iso: the same, warning when a file has no clock data; ns: "
                    "integer nanoseconds (UTC epoch with clock data); rel: seconds since the "
                    "first event printed; delta: seconds since the previous one.")
+@click.option("--fields-key", metavar="KEY",
+              help="Nest each event's fields under KEY ({\"n\": ..., \"KEY\": {fields}, "
+                   "\"meta\": {...}}), so that a field named n or meta cannot collide with "
+                   "those keys. Default: perf-decode's flat members.")
 @click.option("--bom/--no-bom", default=False, show_default=True,
               help="Start with a UTF-8 BOM, as perf-decode does when stdout is not a terminal.")
 @click.option("--meta", "meta_spec", default="default", show_default=True, metavar="LIST",
@@ -102,7 +106,7 @@ def _hex_int(value: str) -> int:
                    "second.)")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
            compact: bool, pretty: bool, field_tags: bool, decimal_pids: bool,
-           time_mode: str, bom: bool,
+           time_mode: str, fields_key: str | None, bom: bool,
            meta_spec: str,
            input_format: str,
            nonsample: bool, providers: tuple[str, ...], events: tuple[str, ...],
@@ -136,9 +140,13 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
-    if time_mode != "perf" and out_format in ("text", "parquet"):
-        raise click.UsageError(f"--time applies to json and jsonl ({out_format} has its own "
-                               "time column)")
+    if (time_mode != "perf" or fields_key is not None) and out_format in ("text", "parquet"):
+        option = "--time" if time_mode != "perf" else "--fields-key"
+        raise click.UsageError(f"{option} applies to json and jsonl ({out_format} keeps "
+                               "fields and meta apart in its own way)")
+    if fields_key in ("n", "meta"):
+        raise click.BadParameter(f"{fields_key!r} is a key of every event",
+                                 param_hint="--fields-key")
     if out_format == "text":
         _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
               or since or until or level is not None or keyword is not None)
@@ -183,6 +191,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         nonsample=nonsample,
         formats_from_host=formats_from_host,
         time=time_mode,
+        fields_key=fields_key,
         selection=selection if selection.active else None,
         jobs=jobs,
         warn=warn,

@@ -58,12 +58,15 @@ _TYPES_HELP = (
               help="Exit 3 when no session has the tracepoint enabled (nothing written).")
 @click.option("--dry-run", is_flag=True,
               help="Print 'TRACEPOINT HEX' for each event instead of writing (no kernel).")
+@click.option("--decode", "show_decoded", is_flag=True,
+              help="With --dry-run: print each event as 'ehtool decode --format jsonl' "
+                   "would show it, instead of its hex.")
 @click.option("-v", "--verbose", is_flag=True, help="Say on stderr what was written or skipped.")
 def write(provider: str | None, event: str | None, fields: tuple[str, ...], level: int,
           keyword: int, opcode: int, event_id: int, event_version: int, tag: int,
           activity: str | None, related_activity: str | None, group: str | None, batch: bool,
           input_file: str | None, strict: bool, require_enabled: bool, dry_run: bool,
-          verbose: bool) -> None:
+          show_decoded: bool, verbose: bool) -> None:
     """Write an EventHeader event to PROVIDER_L<level>K<keyword> (registered by
     this command). When no session has the tracepoint enabled nothing is written:
     exit 0, or 3 with --require-enabled.
@@ -87,12 +90,20 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
       ehtool write MyProvider Started version=1.2 pid:pid=$$
       ehtool write --level error MyProvider Failed errno:errno=ENOENT path=/etc/x
       ehtool write --dry-run MyProvider Ev n:u32=7 xs:u8[]=1,2,3
+      ehtool write --dry-run --decode MyProvider Ev n:u32=7 xs:u8[]=1,2,3
       ehtool write --batch < events.jsonl
     """
     def say(message: str) -> None:
         if verbose:
             click.echo(message, err=True)
 
+    out = sys.stdout
+    if show_decoded:
+        if not dry_run:
+            raise click.UsageError("--decode shows what --dry-run would write: give both")
+        from ehtool.provider.writer import DecodedLines
+
+        out = DecodedLines(sys.stdout)
     values = dict(level=level, keyword=keyword, opcode=opcode, id=event_id,
                   version=event_version, tag=tag, activity=activity,
                   related_activity=related_activity, group=group)
@@ -102,7 +113,7 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
 
         if provider or event or fields:
             raise click.UsageError("--batch takes events from its input, not arguments")
-        writer = EventWriter(dry_run=dry_run, out=sys.stdout, say=say)
+        writer = EventWriter(dry_run=dry_run, out=out, say=say)
         try:
             status = write_batch(writer, input_file, WriteDefaults(**values), strict=strict,
                                  require_enabled=require_enabled,
@@ -113,6 +124,7 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
         if not provider or not event:
             raise click.UsageError("give PROVIDER and EVENT (or --batch)")
         status = write_one(provider, event, list(fields), values,
-                           require_enabled=require_enabled, dry_run=dry_run, say=say)
+                           require_enabled=require_enabled, dry_run=dry_run, say=say,
+                           out=out)
     if status:
         sys.exit(status)

@@ -51,14 +51,14 @@ VALUE_OPTIONS = {
 
 
 def write_one(provider: str, event: str, fields: list[str], values: dict, *,
-              require_enabled: bool, dry_run: bool, say) -> int:
+              require_enabled: bool, dry_run: bool, say, out=None) -> int:
     """Write one event from command-line text; ``values`` holds the converted
     header options by parameter name. Returns the exit status."""
     import sys
 
     from ehtool.provider.writer import EventWriter, WriteDefaults
 
-    writer = EventWriter(dry_run=dry_run, out=sys.stdout, say=say)
+    writer = EventWriter(dry_run=dry_run, out=out or sys.stdout, say=say)
     try:
         return writer.one(provider, event, fields, WriteDefaults(**values),
                           require_enabled=require_enabled)

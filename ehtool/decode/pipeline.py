@@ -65,6 +65,9 @@ class DecodeOptions:
     input_format: str = "perf"  # "perf" or "dat"
     #: how meta time is shown: perf, iso, ns, rel, delta (ehtool/render/times.py)
     time: str = "perf"
+    #: nest each event's fields under this key (``--fields-key``); None: perf-decode's
+    #: flat members beside "n" and "meta"
+    fields_key: str | None = None
     #: which events are printed (filters); None prints all
     selection: EventSelection | None = None
     nonsample: bool = False
@@ -195,6 +198,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
             warn=options.warn,
             file=("stdin" if path == "-" else path) if options.jsonl else None,
             time_mode=options.time,
+            fields_key=options.fields_key,
         )
         if _parallel(f, options):
             yield from _two_cores(f, fmt, options, writer, problems)
@@ -357,30 +361,21 @@ def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
     """A ``.dat`` capture's EventHeader events; a malformed one is a warning and is
     shown as its raw bytes (``"raw"``, as a tracepoint without a format)."""
     from ehtool.eventheader.dat import iter_dat
-    from ehtool.render.eventheader import EventHeaderDecoder
-    from ehtool.values.text import hex_bytes, utf8_json
+    from ehtool.render.dat import EventObjects
 
-    s = options.style
-    decoder = EventHeaderDecoder(s)
-    head = b"{" + s.first + b'"n"' + s.colon
-    meta_key = s.sep + b'"meta"' + s.colon
-    raw_key = s.sep + b'"raw"' + s.colon
+    objects = EventObjects(options.style, options.fields_key)
     out: list[bytes] = []
     for index, (name, data) in enumerate(iter_dat(path)):
         try:
-            ev = decoder.decode(name, data, 0)
+            obj = objects.event(name, data)
         except ValueError as exc:
             if options.warn is not None:
                 options.warn(f"{path}: event {index}: {name}: {exc}; shown as raw bytes")
-            name_json = utf8_json(name.encode("utf-8", "surrogateescape"))
-            out.append(head + name_json + raw_key + hex_bytes(data) + meta_key + s.empty_obj
-                       + s.close_obj)
+            out.append(objects.raw(name, data))
             continue
-        if ev is None:
+        if obj is None:
             continue
-        meta = ev.meta[len(s.sep):]
-        meta_obj = meta_key + (b"{" + s.first + meta + s.close_obj if meta else s.empty_obj)
-        out.append(head + ev.name_json + ev.fields + meta_obj + s.close_obj)
+        out.append(obj)
         if len(out) >= _BATCH:
             yield out
             out = []

@@ -81,6 +81,30 @@ def parse_field_arg(text: str) -> Field:
     return Field(name, type_, value)
 
 
+class DecodedLines:
+    """A text sink for dry-run lines (``TRACEPOINT HEX``) that writes each event to
+    ``out`` as ``ehtool decode --format jsonl`` shows it (``write --dry-run --decode``)."""
+
+    def __init__(self, out: TextIO) -> None:
+        from ehtool.render.dat import EventObjects
+        from ehtool.render.style import SPACED
+
+        self.out = out
+        self._objects = EventObjects(SPACED)
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        for line in lines:
+            tracepoint, _, data = line.partition(" ")
+            obj = self._objects.event(tracepoint, bytes.fromhex(data))
+            self.out.write(obj.decode("utf-8", "surrogateescape") + "\n")  # type: ignore[union-attr]
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 class EventWriter:
     """Registers tracepoints on demand and writes (or, dry-run, prints) events."""
 

@@ -80,6 +80,7 @@ class SampleFormatter:
         file: str | None = None,
         clock: Any = None,
         time_mode: str = "perf",
+        fields_key: str | None = None,
     ) -> None:
         self.style = style
         self.big_endian = big_endian
@@ -106,6 +107,10 @@ class SampleFormatter:
         if file is not None:
             name = utf8_json(file.encode("utf-8", "surrogateescape"))
             self._file_meta = style.sep + b'"file"' + style.colon + name
+        #: --fields-key: the event's fields nested under this key (JSON bytes), or None
+        self._fields_key = None
+        if fields_key is not None:
+            self._fields_key = utf8_json(fields_key.encode("utf-8", "surrogateescape"))
         s = style
         self._k_n = b"{" + s.first + b'"n"' + s.colon
         self._k_meta = s.sep + b'"meta"' + s.colon + b"{"
@@ -170,7 +175,8 @@ class SampleFormatter:
         members = b"".join(
             s.sep + b'"' + k.encode() + b'"' + s.colon + _json_value(getattr(record.body, k))
             for k in keys)
-        return self._k_n + b'"perf:' + name + b'"' + members + self._meta(record, b"")
+        return (self._k_n + b'"perf:' + name + b'"' + self._nest(members)
+                + self._meta(record, b""))
 
     # -- handlers -------------------------------------------------------------
 
@@ -180,7 +186,8 @@ class SampleFormatter:
         from ehtool.speedups import load
 
         speedups = load()
-        if speedups is None or self._fast_utc_meta is None or self.clock is None:
+        if speedups is None or self._fast_utc_meta is None or self.clock is None \
+                or self._fields_key is not None:  # nesting: the Python handlers only
             return None
         s = self.style
         return speedups.Formatter(
@@ -206,6 +213,9 @@ class SampleFormatter:
                                    common="common" in self.meta)
         else:
             render = raw_renderer(self.style)
+        nest = self._nest
+        if self._fields_key is not None:
+            render = lambda raw, members=render: nest(members(raw))  # noqa: E731
         plain_meta_extra = self._plain_meta_extra(provider, event)
         plain_head = self._k_n + name_json
         # time, cpu and tid recorded for every sample of this event, and those wanted:
@@ -263,7 +273,7 @@ class SampleFormatter:
             return plain(sample)
 
         if fast is not None and common_render is None and self._eh_meta_default \
-                and not file_meta:
+                and not file_meta and self._fields_key is None:
             def eventheader_fast(sample: Any) -> bytes:
                 try:
                     ev = decode(tracepoint, sample.raw, eh_offset)
@@ -294,9 +304,15 @@ class SampleFormatter:
                 return plain(sample)
             common = common_render(raw) if common_render is not None else b""
             eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
-            return k_n + ev[0] + common + ev[1] + slow_meta(sample, eh_meta)
+            return k_n + ev[0] + nest(common + ev[1]) + slow_meta(sample, eh_meta)
 
         return eventheader
+
+    def _nest(self, members: bytes) -> bytes:
+        """The fields as they are, or nested under --fields-key."""
+        if self._fields_key is None:
+            return members
+        return self.style.nest(self._fields_key, members)
 
     # -- meta -----------------------------------------------------------------
 

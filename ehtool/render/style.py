@@ -47,6 +47,13 @@ class JsonStyle:
             name += b";tag=0x%X" % tag
         return (self.first if first else self.sep) + utf8_json(name) + self.colon
 
+    def nest(self, key: bytes, members: bytes) -> bytes:
+        """``, key: { ... }`` of ``members`` that each start with ``sep`` (``key``: JSON)."""
+        if not members:
+            return self.sep + key + self.colon + self.empty_obj
+        return (self.sep + key + self.colon + b"{" + self.first + members[len(self.sep):]
+                + self.close_obj)
+
     def obj(self, members: list[bytes]) -> bytes:
         """An object from ``key + colon + value`` members."""
         if not members:

@@ -20,8 +20,9 @@ FILES = ["golden", "examples/eventheader.data", "examples/sched.data",
          "tests/data/sched-task-noid.data"]
 SHAPES = [[], ["--compact"], ["--no-field-tags"], ["--meta", "all"], ["--meta", "+comm"],
           ["--meta", "-time"], ["--sort", "file"], ["--format", "jsonl"], ["-j", "1"],
-          ["--time", "ns"], ["--time", "rel", "--nonsample"], ["--time", "delta", "--filter", "pid != 0"],
-          ["--time", "delta", "--sort", "file", "--meta", "+comm"]]
+          ["--time", "ns"], ["--time", "rel", "--nonsample"],
+          ["--time", "delta", "--filter", "pid != 0"],
+          ["--time", "delta", "--sort", "file", "--meta", "+comm"], ["--fields-key", "f"]]
 
 
 def decode(path: Path, *args: str, pure: bool) -> subprocess.CompletedProcess:
