@@ -1,28 +1,19 @@
 _ehtool_completion() {
     local IFS=$'\n'
-    local response
-
-    response=$(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD=$COMP_CWORD _EHTOOL_COMPLETE=bash_complete $1)
-
+    local response type value
+    response=$(env COMP_LINE="${COMP_LINE:0:COMP_POINT}" COMP_WORDS=_ COMP_CWORD=0 \
+        EHTOOL_WORDBREAKS="$COMP_WORDBREAKS" _EHTOOL_COMPLETE=bash_complete $1)
     for completion in $response; do
         IFS=',' read type value <<< "$completion"
-
-        if [[ $type == 'dir' ]]; then
-            COMPREPLY=()
-            compopt -o dirnames
-        elif [[ $type == 'file' ]]; then
-            COMPREPLY=()
-            compopt -o default
-        elif [[ $type == 'plain' ]]; then
-            COMPREPLY+=($value)
-        fi
+        case $type in
+            dir) COMPREPLY=(); compopt -o dirnames ;;
+            file) COMPREPLY=(); compopt -o default ;;
+            command) COMPREPLY=($(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")) ;;
+            plain) COMPREPLY+=("$value")
+                [[ $value == *: ]] && compopt -o nospace ;;  # ':sched:' goes on
+        esac
     done
-
     return 0
 }
 
-_ehtool_completion_setup() {
-    complete -o nosort -F _ehtool_completion ehtool
-}
-
-_ehtool_completion_setup;
+complete -o nosort -F _ehtool_completion ehtool

@@ -8,6 +8,8 @@ function _ehtool_completion
                 __fish_complete_directories $item[2]
             case file
                 __fish_complete_path $item[2]
+            case command
+                __fish_complete_command $item[2]
             case plain
                 if test "$item[3]" != _
                     printf '%s\t%s\n' $item[2] $item[3]

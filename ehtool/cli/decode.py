@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from ehtool.cli.completion import complete_meta
+
 _META_HELP = (
     "Meta keys to print: 'default', 'all', 'none' or a comma list, with +KEY/-KEY edits "
     "('+comm' adds to the default set, 'none,+pid' starts from nothing). Keys: time, cpu, "
@@ -61,7 +63,7 @@ def _hex_int(value: str) -> int:
 @click.option("--bom/--no-bom", default=False, show_default=True,
               help="Start with a UTF-8 BOM, as perf-decode does when stdout is not a terminal.")
 @click.option("--meta", "meta_spec", default="default", show_default=True, metavar="LIST",
-              help=_META_HELP)
+              help=_META_HELP, shell_complete=complete_meta)
 @click.option("--input-format", type=click.Choice(["perf", "dat"]), default="perf",
               show_default=True,
               help="perf: perf.data (file or pipe mode); dat: length-prefixed raw EventHeader "
@@ -136,7 +138,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.decode.filters import Selection
     from ehtool.decode.pipeline import DecodeOptions
     from ehtool.errors import EXIT_INPUT, EhtoolError
-    from ehtool.render.events import parse_meta
+    from ehtool.render.meta_keys import parse_meta
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from ehtool.cli.write_args import VALUE_OPTIONS, write_one
+from ehtool.cli.completion import complete_names
+from ehtool.cli.write_args import LEVELS, OPCODES, VALUE_OPTIONS, write_one
 
 
 def _option(flag: str):
@@ -36,10 +37,12 @@ _TYPES_HELP = (
 @click.argument("event", required=False)
 @click.argument("fields", nargs=-1, metavar="[FIELD...]")
 @click.option("--level", callback=_option("--level"), default="5",
+              shell_complete=complete_names(list(LEVELS)),
               show_default=True, help="Level: 1-255 or critical, error, warning, info, verbose.")
 @click.option("--keyword", callback=_option("--keyword"), default="1", show_default=True,
               help="Keyword bits (hex 0x.. or decimal).")
 @click.option("--opcode", callback=_option("--opcode"), default="0",
+              shell_complete=complete_names(list(OPCODES)),
               help="Opcode: 0-255 or info, start, stop, reply, send, receive, ...")
 @click.option("--id", "event_id", callback=_option("--id"), default="0",
               help="Stable event id.")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from ehtool.errors import EhtoolError, InputError, SignalExit, combined
-from ehtool.render.events import META_DEFAULT
+from ehtool.render.meta_keys import META_DEFAULT
 from ehtool.render.style import SPACED, JsonStyle
 
 #: events formatted between two writes to the output

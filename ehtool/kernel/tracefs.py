@@ -2,7 +2,8 @@
 
 Discovery follows the reference libraries: ``/sys/kernel/tracing`` first,
 then a ``tracefs`` line of ``/proc/mounts`` (which wins), then a ``debugfs``
-mount's ``tracing`` directory. Standard library only.
+mount's ``tracing`` directory; ``EHTOOL_TRACEFS`` in the environment names the
+directory instead. Standard library only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ _USER_EVENTS_HINT = ("this kernel has no user_events ({path} is missing): it nee
 @cache
 def find_tracefs() -> Path:
     """The tracefs mount point; KernelError saying how to mount it when there is none."""
+    chosen = os.environ.get("EHTOOL_TRACEFS")
+    if chosen:
+        return Path(chosen)
     if _present(DEFAULT_TRACEFS / "events") or _present(DEFAULT_TRACEFS / "user_events_data"):
         return DEFAULT_TRACEFS
     found = mount_points(_read("/proc/mounts") or "")

@@ -15,50 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ehtool.perfdata.grammar import SampleType
+from ehtool.render.meta_keys import EVENTHEADER_DEFAULT, META_DEFAULT
 from ehtool.render.style import JsonStyle
 from ehtool.render.times import TIME_MODES, TimeFormat
 from ehtool.speedups import TIME_PERF
 from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
-
-#: meta keys in perf-decode's order; the first twelve are its default set
-META_KEYS = (
-    "time", "cpu", "pid", "tid", "comm",
-    "id", "version", "level", "keyword", "opcode", "tag", "activity", "relatedActivity",
-    "provider", "event", "options", "flags", "common",
-)
-META_DEFAULT = frozenset(
-    ("time", "cpu", "pid", "tid", "id", "version", "level", "keyword", "opcode", "tag",
-     "activity", "relatedActivity")
-)
-_EH_DEFAULT = ("id", "version", "level", "keyword", "opcode", "tag", "activity", "relatedActivity")
-
-
-def parse_meta(spec: str) -> frozenset[str]:
-    """Parse ``--meta``: ``default``, ``all``, ``none`` or a comma list, ``+key``/``-key`` edits.
-
-    A list that starts with an edit edits the default set (``+comm``, ``-time``).
-    """
-    items = [item.strip() for item in spec.split(",") if item.strip()]
-    keys: set[str] = set(META_DEFAULT) if items and items[0][0] in "+-" else set()
-    for item in items:
-        if item == "default":
-            keys |= META_DEFAULT
-        elif item == "all":
-            keys |= set(META_KEYS)
-        elif item == "none":
-            keys.clear()
-        elif item.startswith("-"):
-            keys.discard(_check_meta(item[1:]))
-        else:
-            keys.add(_check_meta(item.lstrip("+")))
-    return frozenset(keys)
-
-
-def _check_meta(key: str) -> str:
-    if key not in META_KEYS:
-        raise ValueError(f"unknown meta key {key!r}; choose from {', '.join(META_KEYS)}")
-    return key
-
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
 _TIME_CPU_TID = int(SampleType.TID | SampleType.TIME | SampleType.CPU)
@@ -131,7 +92,7 @@ class SampleFormatter:
             # the same with a UTC time as (cached second prefix, nanoseconds)
             self._fast_utc_meta = self._k_meta + s.first + self._k_time + b'%s%09dZ"' + rest
         # the decoder's precomputed meta bytes serve whenever the EventHeader keys are default
-        self._eh_meta_default = set(_EH_DEFAULT) <= meta and not (
+        self._eh_meta_default = set(EVENTHEADER_DEFAULT) <= meta and not (
             meta & {"provider", "event", "options", "flags"}
         )
         self._native = self._native_loop()
