@@ -1,11 +1,19 @@
-"""Regenerate man/ from the click help: python3 scripts/gen_man.py [--check].
+"""Regenerate man/ from man/sections/ and the click help: python3 scripts/gen_man.py [--check].
 
-One page for ``ehtool`` and one per subcommand, every option documented;
-``Examples:`` blocks of the command docstrings become the EXAMPLES section.
+One page for ``ehtool`` and one per subcommand. The prose (NAME, DESCRIPTION, and
+sections such as FILTERS, EXAMPLES, FILES, SEE ALSO) is written by hand in
+``man/sections/PAGE.txt``; SYNOPSIS and OPTIONS come from the click commands, so
+every option is documented as ``--help`` shows it; EXIT STATUS and ENVIRONMENT
+are shared unless a page writes its own.
+
+Section files: ``NAME: text`` first; a line in capitals starts a section;
+paragraphs are separated by blank lines; lines indented by two spaces are shown
+as they are; ``* TERM`` starts an item whose text follows on the next lines.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -23,6 +31,54 @@ EXIT_STATUS = [
     ("128+N", "stopped by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143); ehtool decode -o FILE "
               "then leaves FILE as it was and no temporary file"),
 ]
+
+
+ENVIRONMENT = [
+    ("EHTOOL_PURE", "set to 1: decode without the optional C hot loops (pure Python; "
+                    "the same output, slower)"),
+    ("EHTOOL_TRACEFS", "the tracefs directory to use instead of finding it "
+                       "(/sys/kernel/tracing, then /proc/mounts)"),
+    ("EHTOOL_DEBUG", "set to 1: show a Python traceback for an internal error"),
+]
+_SECTION = re.compile(r"^[A-Z][A-Z ]+$")
+
+
+def sections(path: Path) -> tuple[str, dict[str, list[str]]]:
+    """(NAME text, section title -> roff lines) of a hand-written section file."""
+    lines = path.read_text().splitlines()
+    name = lines[0].removeprefix("NAME:").strip()
+    out: dict[str, list[str]] = {}
+    body: list[str] = []
+    for block in "\n".join(lines[1:]).split("\n\n"):
+        rows = block.strip("\n").split("\n")
+        if not rows or rows == [""]:
+            continue
+        if _SECTION.match(rows[0]):
+            body = out.setdefault(rows[0], [])
+            rows = rows[1:]
+        i = 0
+        while i < len(rows):
+            row = rows[i]
+            if row.startswith("  "):
+                j = i
+                while j < len(rows) and rows[j].startswith("  "):
+                    j += 1
+                body += [".PP" if body and body[-1] != ".fi" else ".PP", ".nf"]
+                body += [esc(r[2:]) for r in rows[i:j]] + [".fi"]
+                i = j
+            elif row.startswith("* "):
+                j = i + 1
+                while j < len(rows) and not rows[j].startswith(("* ", "  ")):
+                    j += 1
+                body += [".TP", f".B {esc(row[2:])}", esc(" ".join(rows[i + 1:j]))]
+                i = j
+            else:
+                j = i
+                while j < len(rows) and not rows[j].startswith(("* ", "  ")):
+                    j += 1
+                body += [".PP", esc(" ".join(rows[i:j]))]
+                i = j
+    return name, out
 
 
 def esc(text: str) -> str:
@@ -50,14 +106,12 @@ def paragraphs(help_text: str) -> tuple[list[str], list[str]]:
 
 def page(name: str, cmd: click.Command, ctx: click.Context, version: str) -> str:
     title = name.upper().replace(" ", "-")
-    short = (cmd.get_short_help_str(200) or "").rstrip(".")
+    short, hand = sections(REPO / "man" / "sections" / f"{name.replace(' ', '-')}.txt")
     out = [f'.TH {title} 1 "" "ehtool {version}" "ehtool manual"', ".SH NAME",
            f"{esc(name.replace(' ', '-'))} \\- {esc(short)}", ".SH SYNOPSIS",
            f".B {esc(name)}", esc(" ".join(cmd.collect_usage_pieces(ctx)))]
-    desc, examples = paragraphs(cmd.help or "")
-    out += [".SH DESCRIPTION", *desc]
-    if cmd.epilog:
-        out += [".PP", esc(cmd.epilog)]
+    desc, _ = paragraphs(cmd.help or "")
+    out += [".SH DESCRIPTION", *hand.pop("DESCRIPTION", desc)]
     if isinstance(cmd, click.Group):
         out.append(".SH COMMANDS")
         for sub in cmd.list_commands(ctx):
@@ -72,13 +126,27 @@ def page(name: str, cmd: click.Command, ctx: click.Context, version: str) -> str
             if record is None:
                 continue
             out += [".TP", f".B {esc(record[0])}", esc(record[1])]
-    if examples:
-        out += [".SH EXAMPLES", *examples]
+        if cmd.epilog:
+            out += [".PP", esc(cmd.epilog)]
+    tail = {key: hand.pop(key) for key in ("EXAMPLES", "EXIT STATUS", "ENVIRONMENT", "FILES",
+                                           "SEE ALSO") if key in hand}
+    for title_, body in hand.items():  # the page's own sections (FILTERS, TIME...)
+        out += [f".SH {title_}", *body]
+    if "EXAMPLES" in tail:
+        out += [".SH EXAMPLES", *tail["EXAMPLES"]]
     out.append(".SH EXIT STATUS")
-    for code, text in EXIT_STATUS:
-        out += [".TP", f".B {code}", esc(text)]
-    see = ["ehtool(1)"] if name != "ehtool" else []
-    out += [".SH SEE ALSO", esc(", ".join(see + ["perf-record(1)", "perf-script(1)"]))]
+    if "EXIT STATUS" in tail:
+        out += tail["EXIT STATUS"]
+    else:
+        for code, text in EXIT_STATUS:
+            out += [".TP", f".B {code}", esc(text)]
+    out.append(".SH ENVIRONMENT")
+    out += tail.get("ENVIRONMENT", [])
+    for var, text in ENVIRONMENT:
+        out += [".TP", f".B {var}", esc(text)]
+    if "FILES" in tail:
+        out += [".SH FILES", *tail["FILES"]]
+    out += [".SH SEE ALSO", *tail.get("SEE ALSO", [esc("ehtool(1)")])]
     return "\n".join(out) + "\n"
 
 

@@ -92,7 +92,7 @@ def test_zsh_function_turns_the_response_into_candidates(path_with_ehtool):
         assert done.stderr == "", done.stderr
         return done.stdout.splitlines()
 
-    assert complete("ehtool", "dec") == ["described decode:Decode perf.data FILEs (``-`` "
+    assert complete("ehtool", "dec") == ["described decode:Decode perf.data FILEs ('-' "
                                          "reads a..."]
     assert complete("ehtool", "decode", "--sort", "''") == ["added time", "added file"]
     assert complete("ehtool", "decode", "''") == ["files -f"]
@@ -172,3 +172,25 @@ def test_readme_instructions_install_working_completions_and_man_pages(tmp_path,
                                " complete -C 'ehtool unreg'"], env=path_with_ehtool,
                               capture_output=True, text=True)
         assert done.stdout.startswith("unregister\t"), (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("name", ["ehtool", "decode", "info", "register", "unregister", "list",
+                                  "write", "record", "query"])
+def test_man_page_is_a_real_page(name):
+    """Hand-written prose around the generated options: a whole NAME line, the usual
+    sections, no RST markup from docstrings."""
+    page = REPO / "man" / ("ehtool.1" if name == "ehtool" else f"ehtool-{name}.1")
+    text = page.read_text()
+    name_line = text.split(".SH NAME\n")[1].split("\n")[0]
+    assert len(name_line) < 100 and not name_line.rstrip().endswith(("and", ",", "("))
+    titles = [line[4:] for line in text.splitlines() if line.startswith(".SH ")]
+    for title in ("NAME", "SYNOPSIS", "DESCRIPTION", "EXAMPLES", "EXIT STATUS",
+                  "ENVIRONMENT", "SEE ALSO"):
+        assert title in titles, (name, title)
+    if name != "ehtool":
+        assert "OPTIONS" in titles
+    assert "``" not in text
+    if name == "decode":
+        assert {"FILTERS", "TIME", "OUTPUT FORMATS", "OUTPUT FILE"} <= set(titles)
+    if name in ("register", "record", "list"):
+        assert "FILES" in titles

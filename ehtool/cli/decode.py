@@ -116,7 +116,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
            since: str | None, until: str | None, expr: str | None,
            formats_from_host: bool, strict_filter: bool, jobs: int, quiet: bool) -> None:
-    """Decode perf.data FILEs (``-`` reads a pipe-mode stream from stdin; without FILE:
+    """Decode perf.data FILEs ('-' reads a pipe-mode stream from stdin; without FILE:
     ./perf.data, as perf does) into JSON that matches Microsoft's perf-decode:
     EventHeader events with their fields and meta, other tracepoints from their
     tracefs formats. Compressed recordings (perf record -z) and older pipe layouts
@@ -211,6 +211,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
+    for message in selection.time_warnings():
+        warn(message)
     unknown = selection.unknown_names if input_format == "perf" else []
     if unknown:
         names = ", ".join(repr(n) for n in unknown)

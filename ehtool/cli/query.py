@@ -14,13 +14,13 @@ import click
 @click.option("--format", "out_format", type=click.Choice(["table", "csv", "jsonl"]),
               default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
 def query(sql: str, inputs: tuple[str, ...], out_format: str | None) -> None:
-    """Run SQL over a view ``events`` of the recordings FILE... (one row per event, the
-    columns of ``ehtool decode --format parquet``: file, time, session_time, cpu, pid,
+    """Run SQL over a view 'events' of the recordings FILE... (one row per event, the
+    columns of 'ehtool decode --format parquet': file, time, session_time, cpu, pid,
     tid, comm, provider, event, level, keyword, opcode, id, version, activity,
     related_activity, fields (JSON text: use DuckDB's ->> and json_extract)). Needs
-    ``pip install 'ehtool[analysis]'``.
+    pip install 'ehtool[analysis]'.
 
-    \\b
+    \b
     Examples:
       ehtool query "select provider, event, count(*) from events group by all
                     order by 3 desc" traces/*.data

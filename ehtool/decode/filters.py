@@ -310,6 +310,14 @@ class Selection:
         self._first: int | None = None
         #: names of the expression some event had (the others are reported)
         self.seen: set[str] = set()
+        #: --since/--until problems (reversed, beyond a file, UTC without clock data)
+        self._time_warnings: list[str] = []
+        self._window: list[int] = []  # per file: [events, in the window, first, last]
+        self._reversed = bool(self.since and self.until and self.since[0] == self.until[0]
+                              and self.since[1] > self.until[1])
+        if self._reversed:
+            self._time_warnings.append(f"--since {since} is after --until {until}: "
+                                       "no event can be in between")
         self._unseen = set(self.expr.names) if self.expr is not None else set()
 
     @property
@@ -322,16 +330,18 @@ class Selection:
     def parallel_safe(self) -> bool:
         """False when selection depends on earlier records (thread names, first time) or
         must see every event (to report names no event has)."""
-        relative = any(w is not None and w[0] == "rel" for w in (self.since, self.until))
         names = self.expr.names if self.expr is not None else frozenset()
-        return not (self.comms or relative or "comm" in {_meta_name(n) for n in names}
+        # --since/--until: the first time, and whether any event was in the window
+        return not (self.comms or self.since or self.until or "comm" in {_meta_name(n) for n in names}
                     or (self.expr is not None and not self.expr.on_sample))
 
     def bind(self, perf_file: Any) -> None:
         from ehtool.events import SampleConverter
 
+        self._check_window()
         self._file = perf_file
         self._first = None
+        self._window = [0, 0, 0, 0]
         converter = SampleConverter(big_endian=perf_file.big_endian,
                                     comm_of=perf_file.session.comm,
                                     clock=perf_file.session.clock)
@@ -365,10 +375,16 @@ class Selection:
         if self.since or self.until:
             if t is None:
                 return False
+            window = self._window
+            if not window[0]:
+                window[2] = t
+            window[0] += 1
+            window[3] = t
             if self.since and t < self._bound(self.since, t):
                 return False
             if self.until and t > self._bound(self.until, t):
                 return False
+            window[1] += 1
         if self.expr is not None and self.expr.on_sample:
             meta = {"cpu": sample.cpu, "pid": sample.pid, "tid": sample.tid, "time": t}
             if "comm" in {_meta_name(n) for n in self.expr.names}:
@@ -411,6 +427,30 @@ class Selection:
             found = {n for n in self._unseen if _lookup(view, n) is not _MISSING}
             self.seen |= found
             self._unseen -= found
+
+    def _check_window(self) -> None:
+        """Warn when the file just read had events but none in the --since/--until window."""
+        if self._file is None or not self._window or not self._window[0] or self._window[1] \
+                or self._reversed:
+            return
+        name = self._file.path
+        if any(w is not None and w[0] == "abs" for w in (self.since, self.until)) \
+                and self._file.info.clock_data is None:
+            self._time_warnings.append(
+                f"{name}: no clock data (perf record -k CLOCK_MONOTONIC), so a UTC "
+                "--since/--until cannot be placed: give seconds after the first event")
+            return
+        first, last = self._window[2:4]
+        self._time_warnings.append(
+            f"{name}: no event in the --since/--until window: its events span "
+            f"{(last - first) / 1e9:.3f} s from {self._file.session.clock.time_text(first)}")
+
+    def time_warnings(self) -> list[str]:
+        """--since/--until problems seen so far (call after the last input)."""
+        self._check_window()
+        self._window = []
+        out, self._time_warnings = self._time_warnings, []
+        return out
 
     @property
     def unknown_names(self) -> list[str]:

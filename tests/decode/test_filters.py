@@ -6,6 +6,7 @@ import fnmatch
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,43 @@ def test_names_no_event_has_are_reported():
     done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--strict-filter",
                            "--filter", "nosuchfield > 3", path], capture_output=True)
     assert done.returncode == 2 and b"'nosuchfield'" in done.stderr
+
+
+# -- --since/--until that select nothing say why ---------------------------------------
+
+def _warnings(*args: str, path: str = "examples/sched.data") -> tuple[int, list[str]]:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                          *args, path], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    return len(run.stdout.splitlines()), run.stderr.splitlines()
+
+
+@pytest.mark.parametrize("args", [["--since", "100"], ["--since", "2030-01-01T00:00:00Z"],
+                                  ["--until", "2000-01-01T00:00:00Z"]])
+def test_a_window_beyond_the_file_is_a_warning(args):
+    count, warnings = _warnings(*args)
+    assert count == 0
+    assert len(warnings) == 1 and "no event in the --since/--until window" in warnings[0]
+    assert "span 0.202 s from 2026-11-22T11:10:03.057260000Z" in warnings[0]
+
+
+def test_a_reversed_window_is_a_warning():
+    count, warnings = _warnings("--since", "1", "--until", "0.5")
+    assert count == 0
+    assert warnings == ["ehtool: warning: --since 1 is after --until 0.5: no event can be "
+                        "in between"]
+
+
+def test_a_utc_bound_on_a_file_without_clock_data_is_a_warning():
+    count, warnings = _warnings("--since", "2026-01-01T00:00:00Z",
+                                path="tests/data/sched-task-noid.data")
+    assert count == 0
+    assert len(warnings) == 1 and "no clock data" in warnings[0]
+
+
+def test_a_window_with_events_says_nothing():
+    count, warnings = _warnings("--since", "0.1", "--until", "0.5")
+    assert count == 14 and warnings == []
