@@ -332,7 +332,8 @@ class Selection:
         must see every event (to report names no event has)."""
         names = self.expr.names if self.expr is not None else frozenset()
         # --since/--until: the first time, and whether any event was in the window
-        return not (self.comms or self.since or self.until or "comm" in {_meta_name(n) for n in names}
+        return not (self.comms or self.since or self.until
+                    or "comm" in {_meta_name(n) for n in names}
                     or (self.expr is not None and not self.expr.on_sample))
 
     def bind(self, perf_file: Any) -> None:
