@@ -216,9 +216,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     unknown = selection.unknown_names if input_format == "perf" else []
     if unknown:
         names = ", ".join(repr(n) for n in unknown)
+        which = "no event the other options kept" if selection.narrowed else \
+            "no event of the input"
         if strict_filter:
-            raise click.UsageError(f"--filter: no event of the input has {names}")
-        warn(f"--filter: no event of the input has {names} (comparisons with it are false)")
+            raise click.UsageError(f"--filter: {which} has {names}")
+        warn(f"--filter: {which} has {names} (comparisons with it are false)")
     if errors:
         sys.exit(EXIT_INPUT)
 

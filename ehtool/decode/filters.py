@@ -454,6 +454,14 @@ class Selection:
         return out
 
     @property
+    def narrowed(self) -> bool:
+        """True when options other than --filter choose events too (the expression then
+        sees only the events they keep)."""
+        return bool(self.providers or self.events or self.comms or self.pids or self.tids
+                    or self.cpus or self.since or self.until or self.level is not None
+                    or self.keyword is not None)
+
+    @property
     def unknown_names(self) -> list[str]:
         """Names of the expression that no event of the input had."""
         return sorted(self._unseen)
