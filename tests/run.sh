@@ -12,6 +12,7 @@ command -v man >/dev/null || need+=(man-db)
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
 command -v jq >/dev/null || need+=(jq)      # README examples (tests/test_readme.py)
+[ -e /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

@@ -130,46 +130,49 @@ def test_examples_sections_exist():
 
 
 def _readme_install_commands() -> list[str]:
-    """The ``sudo install ...`` lines of README's completions and man pages section."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Shell completions and man pages", 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("sudo install")]
+    """The commands of README's completions and man pages block (no sudo)."""
+    from readme import examples
+
+    return [e.text for e in examples() if e.section == "Shell completions and man pages"
+            and not e.text.startswith("man ")]
 
 
 def test_readme_instructions_install_working_completions_and_man_pages(tmp_path,
                                                                        path_with_ehtool):
-    """README's install lines, run under a scratch root: the files land where the
-    shells and man look, and work from there."""
+    """README's install lines, run as a user with a scratch HOME: the files land where
+    bash-completion, zsh's compinit, fish and man look, and work from there."""
     lines = _readme_install_commands()
-    assert len(lines) == 4
-    root = str(tmp_path / "root")
+    assert len(lines) == 5 and not any("sudo" in line for line in lines)
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    env = {**path_with_ehtool, "HOME": str(home),
+           "PATH": f"{home}/.local/bin:{path_with_ehtool['PATH']}"}
+    env.pop("MANPATH", None)
+    env.pop("XDG_DATA_HOME", None)
+    env.pop("XDG_CONFIG_HOME", None)
     for line in lines:
-        line = line.split("&&")[0].removeprefix("sudo ").replace(" /usr/", f" {root}/usr/")
-        line = line.replace("install -m", "install -D -m", 1) if "man/*.1" not in line else (
-            f"mkdir -p {root}/usr/local/share/man/man1 && {line}")
-        assert subprocess.run(["sh", "-c", line], cwd=REPO).returncode == 0, line
-    man1 = Path(root, "usr/local/share/man/man1")
-    pages = sorted(p.name for p in (REPO / "man").glob("*.1"))
-    assert sorted(p.name for p in man1.iterdir()) == pages
+        assert subprocess.run(["sh", "-c", line], cwd=REPO, env=env).returncode == 0, line
     man = shutil.which("man")
-    if man is not None:
-        env = {**path_with_ehtool, "MANPATH": str(man1.parent), "MANWIDTH": "80",
-               "MAN_KEEP_FORMATTING": "0", "PAGER": "cat"}
-        done = subprocess.run([man, "ehtool-write"], env=env, capture_output=True, text=True)
-        assert done.returncode == 0 and done.stderr == "", done.stderr
+    if man is not None:  # found through ~/.local/bin on PATH, as man-db does
+        done = subprocess.run([man, "ehtool-write"], env={**env, "MANWIDTH": "80",
+                                                          "PAGER": "cat", "MANPAGER": "cat"},
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
         assert "NAME" in done.stdout and "--batch" in done.stdout.replace("\u2010", "-")
-        done = subprocess.run([man, "-l", str(man1 / "ehtool.1")], env=env, capture_output=True,
-                              text=True)
-        assert done.returncode == 0 and "decode" in done.stdout, done.stderr
-    bash = Path(root, "usr/share/bash-completion/completions/ehtool")
-    done = subprocess.run(["bash", "-c", f"source {bash}; complete -p ehtool"],
-                          capture_output=True, text=True)
-    assert "_ehtool_completion" in done.stdout
+    loader = Path("/usr/share/bash-completion/bash_completion")
+    if loader.exists():  # bash-completion loads ~/.local/share/bash-completion on demand
+        done = subprocess.run(["bash", "-c", f"source {loader}; __load_completion ehtool; "
+                               "complete -p ehtool"], env=env, capture_output=True, text=True)
+        assert "_ehtool_completion" in done.stdout, done.stderr
+    zsh = shutil.which("zsh")
+    if zsh is not None:
+        done = subprocess.run([zsh, "-f", "-c", "fpath=(~/.zfunc $fpath); autoload -U compinit;"
+                               " compinit -u -d ~/.zcompdump; print $_comps[ehtool]"],
+                              env=env, capture_output=True, text=True)
+        assert done.stdout.strip() == "_ehtool", done.stderr
     fish = shutil.which("fish")
-    if fish is not None:  # autoloaded from the vendor directory, as an installed fish does
-        vendor = Path(root, "usr/share/fish/vendor_completions.d")
-        done = subprocess.run([fish, "-c", f"set fish_complete_path {vendor} $fish_complete_path;"
-                               " complete -C 'ehtool unreg'"], env=path_with_ehtool,
+    if fish is not None:  # autoloaded from ~/.config/fish/completions
+        done = subprocess.run([fish, "-c", "complete -C 'ehtool unreg'"], env=env,
                               capture_output=True, text=True)
         assert done.stdout.startswith("unregister\t"), (done.stdout, done.stderr)
 
