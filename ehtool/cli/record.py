@@ -8,6 +8,7 @@ import sys
 import click
 
 from ehtool.cli.completion import complete_tracepoints
+from ehtool.cli.options import provider_set
 
 
 class _RecordCommand(click.Command):
@@ -30,14 +31,7 @@ class _RecordCommand(click.Command):
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
               type=click.Path(dir_okay=False, allow_dash=True),
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
-@click.option("--provider", metavar="NAME",
-              help="Record EventHeader tracepoints NAME_L<level>K<keyword> for every "
-                   "--level and --keyword.")
-@click.option("--level", "levels", default="1-5", show_default=True, metavar="LIST",
-              help="Levels for --provider: N, N-M, comma lists (decimal or 0x hex).")
-@click.option("--keyword", "keywords", default="0x1", show_default=True, metavar="LIST",
-              help="Keywords for --provider, comma list (0x hex or decimal).")
-@click.option("--group", metavar="NAME", help="Provider group for --provider (G option).")
+@provider_set("Record")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Stop after SECONDS (COMMAND, if still running, gets SIGTERM).")
 @click.option("--perf", "perf_path", metavar="PATH", help="The perf executable (default: PATH).")

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ehtool.cli.options import provider_set
+
 if TYPE_CHECKING:
     from ehtool.record.specs import TracepointSpec
 
@@ -16,13 +18,7 @@ if TYPE_CHECKING:
               type=click.Path(dir_okay=False, allow_dash=True),
               help="Read definitions from FILE, one a line ('#' comments and blank lines "
                    "skipped). Repeatable.")
-@click.option("--provider", metavar="NAME",
-              help="Register PROVIDER_L<level>K<keyword> for every --level and --keyword.")
-@click.option("--level", "levels", default="1-5", show_default=True, metavar="LIST",
-              help="Levels for --provider: N, N-M, comma separated.")
-@click.option("--keyword", "keywords", default="0x1", show_default=True, metavar="LIST",
-              help="Keywords for --provider: comma separated, hex (0x) or decimal.")
-@click.option("--group", metavar="NAME", help="Provider group for --provider (G option).")
+@provider_set("Register")
 @click.option("--persist", is_flag=True,
               help="Register with USER_EVENT_REG_PERSIST: the events outlive this process "
                    "until 'ehtool unregister' (needs CAP_PERFMON, Linux 6.7+). Implies "

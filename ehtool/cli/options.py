@@ -1,0 +1,36 @@
+"""Options shared by several commands, defined once (as pip-tools shares its options)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable)
+
+
+def provider_set(verb: str) -> Callable[[F], F]:
+    """``--provider``, ``--level``, ``--keyword``, ``--group``: the EventHeader tracepoints
+    PROVIDER_L<level>K<keyword>[G<group>] for every level and keyword (``register``,
+    ``record``); ``verb`` says what the command does with them."""
+    options = [
+        click.option("--provider", metavar="NAME",
+                     help=f"{verb} PROVIDER_L<level>K<keyword> for every --level and "
+                          "--keyword."),
+        click.option("--level", "levels", default="1-5", show_default=True, metavar="LIST",
+                     help="Levels for --provider: N, N-M, comma separated (decimal or 0x "
+                          "hex)."),
+        click.option("--keyword", "keywords", default="0x1", show_default=True,
+                     metavar="LIST",
+                     help="Keywords for --provider: comma separated, hex (0x) or decimal."),
+        click.option("--group", metavar="NAME",
+                     help="Provider group for --provider (the G<group> name suffix)."),
+    ]
+
+    def decorate(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate

@@ -1,0 +1,109 @@
+"""Option combinations of every command, run in process: what is refused (exit 2, one
+line naming the option), what is accepted, and options shared between commands."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+
+SCHED = "examples/sched.data"
+EH = "examples/eventheader.data"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["decode", "--pretty", "--format", "jsonl", SCHED], "--pretty"),
+    (["decode", "--time", "ns", "--format", "text", SCHED], "--time"),
+    (["decode", "--fields-key", "f", "--format", "parquet", "-o", "/dev/null", SCHED],
+     "--fields-key"),
+    (["decode", "--fields-key", "meta", SCHED], "--fields-key"),
+    (["decode", "--meta", "+bogus", SCHED], "bogus"),
+    (["decode", "--filter", "cpu == ", SCHED], "column"),
+    (["decode", "--filter", "cpu = 3", SCHED], "column"),
+    (["decode", "--since", "yesterday", SCHED], "yesterday"),
+    (["decode", "--keyword", "zz", SCHED], "zz"),
+    (["decode", "--time", "iso8601", SCHED], "--time"),
+    (["decode", "--strict-filter", "--filter", "nosuchfield > 3", SCHED], "nosuchfield"),
+    (["decode", "--filter", "level < 3", "--format", "text", SCHED], "filters"),
+    (["write", "--decode", "P", "E"], "--dry-run"),
+    (["write", "--batch", "P", "E"], "--batch"),
+    (["write", "--dry-run", "--level", "loud", "P", "E"], "loud"),
+    (["write", "--dry-run", "P", "E", "x:u8=256"], "x"),
+    (["write", "--dry-run", "P", "E", "ip:ipv4=1.2.3"], "ip"),
+    (["record"], "nothing to record"),
+    (["record", "--duration", "nan", ":sched:sched_switch"], "--duration"),
+    (["record", "--decode-arg=--bogus", "--decode", ":sched:sched_switch"], "--bogus"),
+    (["register", "--level", "9-1", "--provider", "P"], "level"),
+    (["query", "select 1"], "FILE"),
+    (["decod", SCHED], "did you mean"),
+])
+def test_refused_with_one_line_naming_the_problem(ehtool, args, says):
+    run = ehtool(*args)
+    assert run.status == 2, (run.out, run.err)
+    lines = run.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ehtool: error: "), run.err
+    assert says in lines[0]
+    if "--strict-filter" not in args:  # known only after decoding: the (valid) JSON is out
+        assert run.out == ""
+
+
+@pytest.mark.parametrize("args", [
+    ["--format", "jsonl", "--compact", "--time", "rel"],
+    ["--format", "jsonl", "--fields-key", "f", "--meta", "none,+cpu"],
+    ["--format", "json", "--pretty", "--time", "delta", "--sort", "file"],
+    ["--format", "jsonl", "--nonsample", "--filter", "meta.cpu == 1", "--decimal-pids"],
+    ["--format", "json", "--bom", "--no-field-tags", "--provider", "sched", "-j", "1"],
+    ["--format", "jsonl", "--since", "0.05", "--until", "150ms", "--cpu", "0", "--cpu", "1"],
+])
+def test_accepted_combinations_give_valid_output(ehtool, args):
+    run = ehtool("decode", *args, SCHED)
+    assert run.status == 0, run.err
+    text = run.out.removeprefix("\ufeff")
+    if "jsonl" in args:
+        events = [json.loads(line) for line in text.splitlines()]
+    else:
+        events = json.loads(text)[SCHED]
+    assert events
+    if "--fields-key" in args:
+        assert all(list(ev) == ["n", "f", "meta"] and list(ev["meta"]) == ["cpu", "file"]
+                   for ev in events)
+    if "--compact" in args:
+        assert text.startswith('{"n":') and '", "' not in text
+    if "--time" in args:
+        assert isinstance(events[0]["meta"]["time"], float)
+
+
+def test_register_and_record_share_the_provider_options():
+    """--provider/--level/--keyword/--group: one definition (cli/options.py), the same
+    help in both commands but for the verb."""
+    from ehtool.cli import cli
+
+    ctx = click.Context(cli)
+    helps = {}
+    for name in ("register", "record"):
+        cmd = cli.get_command(ctx, name)
+        sub = click.Context(cmd, info_name=name, parent=ctx)
+        helps[name] = {p.name: p.get_help_record(sub) for p in cmd.params
+                       if p.name in ("provider", "levels", "keywords", "group")}
+    assert len(helps["register"]) == 4
+    for key, record in helps["register"].items():
+        other = helps["record"][key]
+        assert record[0] == other[0]
+        assert record[1].replace("Register", "Record") == other[1]
+
+
+def test_info_on_several_files(ehtool):
+    run = ehtool("info", "--json", SCHED, EH)
+    assert run.status == 0, run.err
+    objs = [json.loads(line) for line in run.out.splitlines()]
+    assert [o["file"] for o in objs] == [SCHED, EH]
+
+
+def test_decode_without_file_reads_perf_data(ehtool, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copy(f"{EH}", tmp_path / "perf.data")
+    monkeypatch.chdir(tmp_path)
+    run = ehtool("decode", "--format", "jsonl")
+    assert run.status == 0 and len(run.out.splitlines()) == 3
