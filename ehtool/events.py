@@ -68,8 +68,11 @@ class SampleConverter:
         self.clock = clock
         self.decoder = TypedDecoder()
         self._descs: dict[Any, tuple[str, str, str, Any, int | None]] = {}
+        self._names: dict[frozenset[str], frozenset[bytes]] = {}  # ``only`` as bytes
 
-    def _desc(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
+    def describe(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
+        """(name, provider, event, tracefs format, EventHeader offset or None) of the
+        samples of ``desc`` as plain tracepoints."""
         hit = self._descs.get(desc)
         if hit is None:
             fmt = desc.format
@@ -80,10 +83,17 @@ class SampleConverter:
             self._descs[desc] = hit
         return hit
 
+    def _encoded(self, names: frozenset[str]) -> frozenset[bytes]:
+        hit = self._names.get(names)
+        if hit is None:
+            hit = self._names[names] = frozenset(n.encode("utf-8", "surrogateescape")
+                                                 for n in names)
+        return hit
+
     def identify(self, sample: Any) -> tuple[str, str, int | None, int | None]:
         """``(provider, event, level, keyword)`` of a sample without decoding its
         fields (level and keyword None for a plain tracepoint)."""
-        name, provider, event, fmt, eh_offset = self._desc(sample.desc)
+        name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         if eh_offset is not None:
             try:
                 hit = self.decoder.identify(fmt.name, sample.raw, eh_offset)
@@ -94,9 +104,10 @@ class SampleConverter:
                 return info.provider, event_name, raw.header[5], info.keyword
         return provider, event, None, None
 
-    def convert(self, sample: Any) -> Event:
-        """The event of one :class:`ehtool.perfdata.Sample`."""
-        name, provider, event, fmt, eh_offset = self._desc(sample.desc)
+    def convert(self, sample: Any, only: frozenset[str] | None = None) -> Event:
+        """The event of one :class:`ehtool.perfdata.Sample`; ``only``: just the
+        top-level fields of these names (filters decode no more than they test)."""
+        name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         meta: dict[str, Any] = {"time": sample.time, "cpu": sample.cpu, "pid": sample.pid,
                                 "tid": sample.tid}
         if self.comm_of is not None and sample.tid is not None:
@@ -107,7 +118,8 @@ class SampleConverter:
         error = None
         if eh_offset is not None:
             try:
-                eh = self.decoder.decode(fmt.name, raw, eh_offset)
+                eh = self.decoder.decode(fmt.name, raw, eh_offset,
+                                         None if only is None else self._encoded(only))
             except EventHeaderError as exc:
                 eh, error = None, str(exc)
             if eh is not None:
@@ -122,7 +134,7 @@ class SampleConverter:
             fields = Fields([("raw", bytes(raw))])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
-                             for f in fmt.fields])
+                             for f in fmt.fields if only is None or f.name in only])
         return Event(name, provider, event, sample.time, meta, fields, name, False, utc,
                      error, sample.offset)
 

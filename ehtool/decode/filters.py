@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import operator
 import re
 from collections.abc import Callable
 from typing import Any
+
+from ehtool.formats.values import field_value
 
 Predicate = Callable[[dict[str, Any]], bool]
 _MISSING = object()
@@ -61,14 +64,11 @@ class Filter:
     def __init__(self, predicate: Predicate, names: frozenset[str]) -> None:
         self.predicate = predicate
         self.names = names
+        #: True when only sample meta (cpu, pid, tid, time, comm) is named
+        self.on_sample = all(_meta_name(n) in SAMPLE_NAMES for n in names)
 
     def __call__(self, view: dict[str, Any]) -> bool:
         return self.predicate(view)
-
-    @property
-    def on_sample(self) -> bool:
-        """True when only sample meta (cpu, pid, tid, time, comm) is named."""
-        return all(_meta_name(n) in SAMPLE_NAMES for n in self.names)
 
 
 def compile_filter(text: str) -> Filter:
@@ -81,9 +81,13 @@ def _meta_name(name: str) -> str:
     return name[5:] if name.startswith("meta.") else name
 
 
-def event_view(ev: Any) -> dict[str, Any]:
+def event_view(ev: Any, keys: frozenset[str] | None = None,
+               meta_keys: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A typed event (``ehtool.events.Event``) as filters see it: ``n``, fields by name,
-    every meta key (``meta.x`` too), ``provider``/``event``."""
+    every meta key (``meta.x`` too), ``provider``/``event``. With ``keys``, only those
+    top-level names (and the ``meta_keys`` under ``meta``), for speed."""
+    if keys is not None:
+        return _some_view(ev, keys, meta_keys)
     meta = {k: _plain(v) for k, v in ev.meta.items() if v is not None}
     if "related_activity" in meta:
         meta["relatedActivity"] = meta["related_activity"]
@@ -95,6 +99,37 @@ def event_view(ev: Any) -> dict[str, Any]:
     for key, value in meta.items():
         view.setdefault(key, value)
     view["meta"] = meta
+    return view
+
+
+def _meta_value(ev: Any, key: str) -> Any:
+    """meta ``key`` of a typed event as :func:`event_view` has it (None: absent)."""
+    if key in ("provider", "event"):
+        return getattr(ev, key) if ev.eventheader else None
+    value = ev.meta.get("related_activity" if key == "relatedActivity" else key)
+    return None if value is None else _plain(value)
+
+
+def _some_view(ev: Any, keys: frozenset[str], meta_keys: frozenset[str]) -> dict[str, Any]:
+    view: dict[str, Any] = {}
+    for key in ("n", "provider", "event"):
+        if key in keys:
+            view[key] = ev.name if key == "n" else getattr(ev, key)
+    for name, value in ev.fields:
+        if name in keys and name not in view:
+            view[name] = _plain(value)
+    for key in keys:
+        if key not in view:
+            value = _meta_value(ev, key)
+            if value is not None:
+                view[key] = value
+    if meta_keys:
+        meta = {}
+        for key in meta_keys:
+            value = _meta_value(ev, key)
+            if value is not None:
+                meta[key] = value
+        view["meta"] = meta
     return view
 
 
@@ -128,6 +163,45 @@ def _lookup(view: dict[str, Any], name: str) -> Any:
         head, _, rest = rest.partition(".")
         value = value.get(head, _MISSING)
     return _MISSING if rest else value
+
+
+_EMPTY: dict[str, Any] = {}
+_ORDER = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+          ">": operator.gt, ">=": operator.ge}
+
+
+def _getter(name: str) -> Callable[[dict[str, Any]], Any]:
+    """``_lookup(view, name)`` specialised for one name (the usual ones are one get)."""
+    base = name.split(";", 1)[0]
+    if base.startswith("meta."):
+        key = base[5:]
+        return lambda view: view.get("meta", _EMPTY).get(key, _MISSING)
+    if "." not in base:
+        return lambda view: view.get(base, _MISSING)
+    return lambda view: _lookup(view, base)
+
+
+def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Predicate:
+    """``get(view) OP value`` as :func:`_compare` says, with the operator chosen once."""
+    if op == "~":
+        return lambda view: _compare(op, get(view), value)
+    right = _number(value)
+    if op == "&":
+        return lambda view: _compare(op, get(view), value)
+    test = _ORDER[op]
+
+    def compare(view: dict[str, Any]) -> bool:
+        left = get(view)
+        if left is _MISSING:
+            return False
+        if type(left) is str:
+            left = _number(left)
+        try:
+            return test(left, right)
+        except TypeError:
+            return False
+
+    return compare
 
 
 def _number(value: Any) -> Any:
@@ -237,9 +311,7 @@ class _Parser:
                 return lambda v: _truthy(_lookup(v, name))
             raise self._error("a comparison operator after " + repr(name))
         self.i += 1
-        value = self._value(op[1])
-        operator = op[1]
-        return lambda v: _compare(operator, _lookup(v, name), value)
+        return _comparison(_getter(name), op[1], self._value(op[1]))
 
     def _value(self, after: str) -> Any:
         tok = self._peek()
@@ -304,6 +376,16 @@ class Selection:
         self.since = parse_when(since) if since else None
         self.until = parse_when(until) if until else None
         self.expr = compile_filter(expr) if expr else None
+        #: the field names the expression may mean (a dotted name: its head too)
+        self._fields = frozenset() if self.expr is None else frozenset(
+            part for name in self.expr.names if not name.startswith("meta.")
+            for part in {name.split(";", 1)[0], name.split(";", 1)[0].split(".", 1)[0]})
+        self._meta_keys = frozenset() if self.expr is None else frozenset(
+            name[5:].split(".", 1)[0] for name in self.expr.names if name.startswith("meta."))
+        #: select() is the expression alone
+        self._view_only = (self.expr is not None and not self.expr.on_sample
+                           and not (providers or events or level is not None
+                                    or keyword is not None))
         self._file: Any = None
         self._convert: Any = None
         self._identify: Any = None
@@ -328,13 +410,21 @@ class Selection:
 
     @property
     def parallel_safe(self) -> bool:
-        """False when selection depends on earlier records (thread names, first time) or
-        must see every event (to report names no event has)."""
+        """False when selection depends on earlier records (thread names; for --since and
+        --until the first time, and whether any event was in the window). The names
+        the expression found travel back from the second process (report/absorb)."""
         names = self.expr.names if self.expr is not None else frozenset()
-        # --since/--until: the first time, and whether any event was in the window
         return not (self.comms or self.since or self.until
-                    or "comm" in {_meta_name(n) for n in names}
-                    or (self.expr is not None and not self.expr.on_sample))
+                    or "comm" in {_meta_name(n) for n in names})
+
+    def report(self) -> list[str]:
+        """What the second process learnt that the first must know: the names found."""
+        return sorted(self.seen)
+
+    def absorb(self, report: list[str]) -> None:
+        """Take in the second process's :meth:`report`."""
+        self.seen |= set(report)
+        self._unseen -= set(report)
 
     def bind(self, perf_file: Any) -> None:
         from ehtool.events import SampleConverter
@@ -347,6 +437,8 @@ class Selection:
                                     comm_of=perf_file.session.comm,
                                     clock=perf_file.session.clock)
         self._convert, self._identify = converter.convert, converter.identify
+        self._describe = converter.describe
+        self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -396,6 +488,10 @@ class Selection:
             return self.expr(view)
         return True
 
+    def needs_prefilter(self) -> bool:
+        return bool(self.pids or self.tids or self.cpus or self.comms or self.since
+                    or self.until or (self.expr is not None and self.expr.on_sample))
+
     def needs_event(self) -> bool:
         return bool(self.providers or self.events or self.level is not None
                     or self.keyword is not None
@@ -405,6 +501,8 @@ class Selection:
         """Checks on the typed event of ``sample``."""
         if not sample.is_sample:
             return True
+        if self._view_only:  # only the expression: one typed decode answers everything
+            return self._test(sample)
         provider, event, level, keyword = self._identify(sample)
         if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
@@ -419,9 +517,63 @@ class Selection:
             return False
         if self.expr is None or self.expr.on_sample:
             return True
-        view = event_view(self._convert(sample))
+        return self._test(sample)
+
+    def _test(self, sample: Any) -> bool:
+        """The expression on the typed event (only the fields it names decoded)."""
+        make = self._views.get(sample.desc)
+        if make is None:
+            make = self._views[sample.desc] = self._view_maker(sample.desc)
+        view = make(sample)
         self._note(view)
         return self.expr(view)
+
+    def _view_maker(self, desc: Any) -> Callable[[Any], dict[str, Any]]:
+        """How to make the view of ``desc``'s samples: through the typed event, or, for
+        a tracefs event, straight from the sample and the named fields' formats (the
+        same view, without an Event)."""
+        keys, meta_keys = self._fields, self._meta_keys
+        name, provider, event, fmt, eh_offset = self._describe(desc)
+        if fmt is None or eh_offset is not None:
+            convert = self._convert
+            return lambda sample: event_view(convert(sample, keys), keys, meta_keys)
+        fields, seen = [], set()
+        for f in fmt.fields:
+            if f.name in keys and f.name not in seen:
+                fields.append(f)
+                seen.add(f.name)
+        fixed = {k: v for k, v in (("n", name), ("provider", provider), ("event", event))
+                 if k in keys}
+        big_endian = self._file.big_endian
+        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys and k not in fixed
+                       and k not in seen]
+        sample_meta = [k for k in ("time", "cpu", "pid", "tid") if k in meta_keys]
+        comm = "comm" in keys and "comm" not in fixed and "comm" not in seen
+        comm_meta = "comm" in meta_keys
+
+        def make(sample: Any) -> dict[str, Any]:
+            view = dict(fixed)
+            raw = sample.raw
+            for f in fields:
+                if f.name not in view:
+                    view[f.name] = _plain(field_value(f, raw, big_endian))
+            for key in sample_keys:
+                value = getattr(sample, key)
+                if value is not None:
+                    view[key] = value
+            if comm or comm_meta:
+                thread = self._comm(sample) if sample.tid is not None else None
+                if thread is not None and comm:
+                    view["comm"] = thread
+            if meta_keys:
+                meta = {k: getattr(sample, k) for k in sample_meta
+                        if getattr(sample, k) is not None}
+                if comm_meta and thread is not None:
+                    meta["comm"] = thread
+                view["meta"] = meta
+            return view
+
+        return make
 
     def _note(self, view: dict[str, Any]) -> None:
         if self._unseen:

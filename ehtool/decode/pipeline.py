@@ -41,6 +41,9 @@ class EventSelection(Protocol):
     def bind(self, perf_file: Any) -> None:
         """Called with each opened PerfDataFile before its records are read."""
 
+    def needs_prefilter(self) -> bool:
+        """True when :meth:`prefilter` must run."""
+
     def needs_event(self) -> bool:
         """True when :meth:`select` must run (checks beyond :meth:`prefilter`)."""
 
@@ -49,6 +52,12 @@ class EventSelection(Protocol):
 
     def select(self, sample: Any) -> bool:
         """Checks on the typed event (provider, level, fields...)."""
+
+    def report(self) -> list[str]:
+        """State the second process hands back (JSON-able), for :meth:`absorb`."""
+
+    def absorb(self, report: list[str]) -> None:
+        """Take in the second process's :meth:`report`."""
 
 
 @dataclass
@@ -262,6 +271,8 @@ def _two_cores(f: Any, fmt: Any, options: DecodeOptions, writer: Any,
             raise EhtoolError(child["internal"])
         out.seek(0)
         yield _Spliced(out, child["count"])
+        if options.selection is not None:
+            options.selection.absorb(child["selection"])
         if options.warn is not None:
             for message in child["warnings"]:
                 options.warn(message)
@@ -287,7 +298,7 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
     import os
 
     result: dict[str, Any] = {"count": 0, "warnings": [], "problems": [], "fatal": None,
-                              "signal": 0, "internal": None}
+                              "signal": 0, "internal": None, "selection": []}
     f.on_error = lambda err: result["problems"].append(str(err))
     fmt.warn = result["warnings"].append  # no handler exists yet: this is the one they take
     try:
@@ -303,6 +314,8 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
                         result["count"] += len(batch)
                 except EhtoolError as exc:
                     result["fatal"] = str(exc)
+                if options.selection is not None:
+                    result["selection"] = options.selection.report()
     except KeyboardInterrupt:
         result["signal"] = 2
     except SystemExit as exc:  # SignalExit: a terminating signal reached this process
@@ -318,7 +331,8 @@ def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
 def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[bytes]]:
     """The formatted (and filtered) events of an open perf.data file, a list at a time."""
     selection = options.selection
-    prefilter = selection.prefilter if selection is not None else None
+    prefilter = (selection.prefilter if selection is not None and selection.needs_prefilter()
+                 else None)
     select = selection.select if selection is not None and selection.needs_event() else None
     if prefilter is None and select is None and not options.nonsample:
         format_many = fmt.format_many

@@ -145,14 +145,20 @@ class RawEvent(NamedTuple):
     payload: int  # offset of the field data
 
 
+#: the header flags as plain ints (IntFlag arithmetic costs a microsecond per event)
+_UNKNOWN_FLAGS = ~int(HEADER_FLAGS_KNOWN) & 0xFF
+_EXTENSION = int(HeaderFlags.EXTENSION)
+_LITTLE_ENDIAN = int(HeaderFlags.LITTLE_ENDIAN)
+
+
 def read_event(name: NameInfo | None, data: bytes, offset: int = 0) -> RawEvent | None:
     """The event at ``data[offset:]`` if perf-decode shows it as EventHeader, else None."""
     if name is None or len(data) - offset < 8:
         return None
     flags = data[offset]
-    if flags & ~HEADER_FLAGS_KNOWN or not flags & HeaderFlags.EXTENSION:
+    if flags & _UNKNOWN_FLAGS or not flags & _EXTENSION:
         return None  # unknown flags, or no extension and so no metadata
-    little = bool(flags & HeaderFlags.LITTLE_ENDIAN)
+    little = bool(flags & _LITTLE_ENDIAN)
     header = header_struct(little).unpack_from(data, offset)
     if header[5] != name.level:
         return None
@@ -198,6 +204,8 @@ class TypedDecoder:
         self._metadata: OrderedDict[tuple[bool, bytes], tuple[str, str, list[FieldDef]]] = (
             OrderedDict())
         self._cache_size = cache_size
+        #: (byte order, metadata, only) -> the walk that keeps only those fields
+        self._plans: dict[tuple[bool, bytes, frozenset[bytes]], list[tuple[int, Any]]] = {}
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
@@ -219,9 +227,11 @@ class TypedDecoder:
         return name, raw, self._parse(raw.metadata, raw.little)[0]
 
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
-               offset: int = 0) -> EventHeaderEvent | None:
+               offset: int = 0, only: frozenset[bytes] | None = None) -> EventHeaderEvent | None:
         """None when the data is not EventHeader (show it as a plain tracepoint);
-        raises EventHeaderError when it is but is malformed."""
+        raises EventHeaderError when it is but is malformed. ``only``: keep just the
+        top-level fields of these names (the others are stepped over, and checked
+        as a whole decode checks them)."""
         data = bytes(data)
         name = self._name(tracepoint_name)
         raw = read_event(name, data, offset)
@@ -230,7 +240,17 @@ class TypedDecoder:
         event_name, attributes, defs = self._parse(raw.metadata, raw.little)
         if len(defs) > TOP_LEVEL_FIELD_LIMIT:
             raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-        fields, _ = _Walker(data, raw.little, offset).members(defs, raw.payload, 1)
+        walker = _Walker(data, raw.little, offset)
+        if only is None:
+            fields, _ = walker.members(defs, raw.payload, 1)
+        else:
+            key = (raw.little, raw.metadata, only)
+            plan = self._plans.get(key)
+            if plan is None:
+                if len(self._plans) >= self._cache_size:
+                    self._plans.clear()
+                plan = self._plans[key] = _skip_plan(defs, only)
+            fields = walker.planned(plan, raw.payload)
         act = raw.activity
         flags, version, ident, tag, opcode, level = raw.header
         return EventHeaderEvent(
@@ -255,6 +275,25 @@ class TypedDecoder:
         return hit
 
 
+def _skip_plan(defs: list[FieldDef], only: frozenset[bytes]) -> list[tuple[int, Any]]:
+    """The top-level walk of ``decode(only=...)``: (0, sizes) steps over fixed-size fields
+    nobody wants, (1, def) reads a wanted field, (2, def) steps over another."""
+    plan: list[tuple[int, Any]] = []
+    for d in defs:
+        if d.name in only:
+            plan.append((1, d))
+            continue
+        size = FIXED_SIZES.get(d.encoding)
+        if d.error is None and d.array is None and size is not None:
+            if plan and plan[-1][0] == 0:
+                plan[-1] = (0, plan[-1][1] + (size,))
+            else:
+                plan.append((0, (size,)))
+            continue
+        plan.append((2, d))
+    return [(0, (sum(arg), arg)) if step == 0 else (step, arg) for step, arg in plan]
+
+
 class _Walker:
     """Reads field values from one event's payload, in payload order."""
 
@@ -265,12 +304,61 @@ class _Walker:
         self.little = little
         self.origin = origin
 
-    def members(self, defs: list[FieldDef], pos: int, depth: int) -> tuple[Fields, int]:
+    def members(self, defs: list[FieldDef], pos: int, depth: int,
+                only: frozenset[bytes] | None = None) -> tuple[Fields, int]:
         out = []
         for d in defs:
+            if only is not None and d.name not in only:
+                pos = self.skip(d, pos, depth)
+                continue
             value, pos = self.value(d, pos, depth)
             out.append((d.name.decode("utf-8", "replace"), value))
         return Fields(out), pos
+
+    def planned(self, plan: list[tuple[int, Any]], pos: int) -> Fields:
+        """The wanted top-level fields, walking by a :func:`_skip_plan`."""
+        out = []
+        for step, arg in plan:
+            if step == 0:
+                total, sizes = arg
+                if pos + total > len(self.data):
+                    for size in sizes:  # the first field that does not fit, as value() says
+                        if pos + size > len(self.data):
+                            self.past_end(pos)
+                        pos += size
+                pos += total
+            elif step == 1:
+                value, pos = self.value(arg, pos, 1)
+                out.append((arg.name.decode("utf-8", "replace"), value))
+            else:
+                pos = self.skip(arg, pos, 1)
+        return Fields(out)
+
+    def skip(self, d: FieldDef, pos: int, depth: int) -> int:
+        """The position after ``d``'s value, checked as :meth:`value` checks it."""
+        if d.error is not None:
+            raise EventHeaderError(d.error)
+        if d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
+            raise EventHeaderError(f"struct {d.name!r} nested deeper than "
+                                   f"{STRUCT_NESTING_LIMIT}")
+        count = 1
+        if d.array is not None:
+            count = d.array
+            if not count:
+                count, pos = self.u16(pos), pos + 2
+        size = FIXED_SIZES.get(d.encoding)
+        if size is not None:
+            end = pos + size * count
+            if end > len(self.data):  # the first element that does not fit, as value() says
+                self.past_end(pos + (len(self.data) - pos) // size * size)
+            return end
+        for _ in range(count):
+            if d.encoding == FieldEncoding.STRUCT:
+                for member in d.members:
+                    pos = self.skip(member, pos, depth + 1)
+            else:
+                pos = self.string_span(d, pos)[2]
+        return pos
 
     def value(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
         if d.error is not None:
@@ -299,6 +387,12 @@ class _Walker:
                 self.past_end(pos)
             return fixed_kind(size, d.format, self.little).python(data[pos:pos + size]), \
                 pos + size
+        start, end, after = self.string_span(d, pos)
+        return string_kind(d.encoding, d.format, self.little).typed(self.data[start:end]), after
+
+    def string_span(self, d: FieldDef, pos: int) -> tuple[int, int, int]:
+        """(start, end, after) of the string value at ``pos``."""
+        data = self.data
         unit = UNIT_SIZES[d.encoding]
         if d.encoding in ZSTRINGS:
             end = pos
@@ -311,15 +405,14 @@ class _Walker:
                 if (end - pos) % unit == 0:
                     break
                 end += 1
-            start, after = pos, end + unit
-        else:
-            if pos + 2 > len(data):
-                self.past_end(pos)
-            start = pos + 2
-            end = after = start + self.u16(pos) * unit
-            if end > len(data):
-                self.past_end(pos)
-        return string_kind(d.encoding, d.format, self.little).typed(data[start:end]), after
+            return pos, end, end + unit
+        if pos + 2 > len(data):
+            self.past_end(pos)
+        start = pos + 2
+        end = start + self.u16(pos) * unit
+        if end > len(data):
+            self.past_end(pos)
+        return start, end, end
 
     def u16(self, pos: int) -> int:
         if pos + 2 > len(self.data):

@@ -166,3 +166,40 @@ def test_a_utc_bound_on_a_file_without_clock_data_is_a_warning():
 def test_a_window_with_events_says_nothing():
     count, warnings = _warnings("--since", "0.1", "--until", "0.5")
     assert count == 14 and warnings == []
+
+
+# -- the fast views give the whole view's answers ----------------------------------------
+
+EXPRESSIONS = ["prev_pid > 100", "level <= 3", "meta.level <= 3", "n ~ \"*Cpp*\"",
+               "provider == \"sched\" || event ~ \"*switch*\"", "comm ~ \"k*\"",
+               "meta.comm ~ \"k*\" && cpu == 1", "Field2 == 0x1", "pid == 2002",
+               "time > 0 && meta.time > 0", "activity", "relatedActivity ~ \"*\"",
+               "prev_comm ~ \"s*\" || next_prio >= 120", "keyword & 0x1", "opcode",
+               "a.b == 1", "meta.provider == \"TestProviderC\"", "raw"]
+
+
+@pytest.mark.parametrize("path", ["golden", "examples/sched.data", "examples/eventheader.data"])
+def test_fast_views_answer_as_the_whole_view(path):
+    from ehtool.decode.filters import Selection, event_view
+    from ehtool.events import SampleConverter
+    from ehtool.perfdata import PerfDataFile
+
+    if path == "golden":
+        path = str(golden_path("linuxtracepoints/perf.data"))
+    else:
+        path = str(Path(__file__).resolve().parents[2] / path)
+    for text in EXPRESSIONS:
+        sel = Selection(expr=text)
+        with PerfDataFile.open(path) as f:
+            sel.bind(f)
+            whole = SampleConverter(big_endian=f.big_endian, comm_of=f.session.comm,
+                                    clock=f.session.clock)
+            checked = 0
+            for batch in f.batches("file", nonsample=False):
+                for sample in batch:
+                    fast = (not sel.needs_prefilter() or sel.prefilter(sample)) and (
+                        not sel.needs_event() or sel.select(sample))
+                    assert fast == sel.expr(event_view(whole.convert(sample))), \
+                        (text, sample.offset)
+                    checked += 1
+        assert checked > 2

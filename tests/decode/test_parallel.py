@@ -67,6 +67,15 @@ def test_same_bytes_when_the_first_half_is_empty(big, keep):
         def needs_event(self):
             return False
 
+        def needs_prefilter(self):
+            return True
+
+        def report(self):
+            return []
+
+        def absorb(self, report):
+            pass
+
         def prefilter(self, sample):
             return keep == "second-half" and sample.offset >= split
 
@@ -174,3 +183,31 @@ def test_a_recoverable_problem_in_the_first_half_keeps_the_second(mid, tmp_path,
     one, two = _run_all(str(path), 1), _run_all(str(path), 2)
     assert one[0].count(b'"n":') == 29_999
     assert two == one and len(one[2]) == 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_names_found_by_the_second_process_count(big, jobs):
+    """A --filter name that only events of the second half have is not reported as
+    missing: the second process hands back the names it found."""
+    with PerfDataFile.open(big) as f:
+        split = f.split_point()
+
+    class SecondHalf(Selection):
+        def needs_prefilter(self):
+            return True
+
+        def prefilter(self, sample):
+            return sample.offset >= split
+
+    sel = SecondHalf(expr="prev_pid > 1 || nosuchfield == 2")
+    assert sel.parallel_safe
+    out = run(big, jobs=jobs, selection=sel)
+    assert out.count(b'"n":') > 0
+    assert sel.unknown_names == ["nosuchfield"]
+
+
+def test_field_filters_decode_on_two_processes(big):
+    sel = Selection(expr="prev_pid > 100 || Field2 == 0x1")
+    one = run(big, jobs=1, selection=sel)
+    assert 0 < one.count(b'"n":') < 80_000
+    assert run(big, jobs=2, selection=Selection(expr="prev_pid > 100 || Field2 == 0x1")) == one
