@@ -360,6 +360,37 @@ def parse_when(text: str) -> tuple[str, int]:
     return "abs", ns
 
 
+class _SampleView:
+    """The view of an expression that names only sample meta (cpu, pid, tid, time, comm,
+    also as meta.KEY): read from the sample itself, no dict built."""
+
+    __slots__ = ("_comm", "sample")
+
+    def __init__(self, sample: Any, comm: Callable[[Any], str | None]) -> None:
+        self.sample = sample
+        self._comm = comm
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "meta":
+            return self
+        if key == "comm":
+            value = self._comm(self.sample) if self.sample.tid is not None else None
+        elif key in SAMPLE_NAMES:
+            value = getattr(self.sample, key)
+        else:
+            return default
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+
 class Selection:
     """The ``ehtool decode`` filter options: a cheap check on the sample (pid, cpu,
     time, comm, and expressions that name only those) and a check on the typed event."""
@@ -479,12 +510,9 @@ class Selection:
                 return False
             window[1] += 1
         if self.expr is not None and self.expr.on_sample:
-            meta = {"cpu": sample.cpu, "pid": sample.pid, "tid": sample.tid, "time": t}
-            if "comm" in {_meta_name(n) for n in self.expr.names}:
-                meta["comm"] = self._comm(sample)
-            meta = {k: v for k, v in meta.items() if v is not None}
-            view = dict(meta, meta=meta)
-            self._note(view)
+            view = _SampleView(sample, self._comm)
+            if self._unseen:
+                self._note(view)
             return self.expr(view)
         return True
 
