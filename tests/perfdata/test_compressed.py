@@ -28,7 +28,10 @@ def _body(document: bytes) -> bytes:
     return document.split(b"\n", 2)[2]  # without the file name line
 
 
-def test_compressed_file_equals_perf_injects_decompression():
+def test_compressed_file_equals_perf_injects_copy():
+    """perf inject writes the same events with its own framing (it passes COMPRESSED
+    records through); the events themselves are checked against perf script in
+    tests/decode/test_examples.py."""
     z, plain = decode(DATA / "sched-z.data"), decode(DATA / "sched-z.inject.data")
     assert z.returncode == plain.returncode == 0, z.stderr
     assert _body(z.stdout) == _body(plain.stdout) and z.stdout.count(b'"n":') == 29
