@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ehtool.perfdata.counts import RecordCounts
 from ehtool.perfdata.grammar import RecordType
 
 _RECORD_NAMES = {RecordType.LOST: "lost", RecordType.LOST_SAMPLES: "lost_samples",
@@ -19,7 +20,7 @@ def summarize(path: str) -> dict[str, Any]:
 
     per_event: Counter[str] = Counter()
     per_eventheader: Counter[str] = Counter()
-    lost = 0
+    counts = RecordCounts()
     first = last = None
     with PerfDataFile.open(path) as f:
         identify = SampleConverter(big_endian=f.big_endian).identify
@@ -35,12 +36,12 @@ def summarize(path: str) -> dict[str, Any]:
                 if t is not None:
                     first = t if first is None or t < first else first
                     last = t if last is None or t > last else last
-            elif rec.type in (RecordType.LOST, RecordType.LOST_SAMPLES):
-                lost += getattr(rec.body, "lost", 0) or 0
+            else:
+                counts.add(rec.type, rec.body)
         info = f.info
         clock = f.session.clock
-        counts = {_RECORD_NAMES.get(k, str(k)): v for k, v in sorted(f.counts.items())
-                  if k in _RECORD_NAMES}
+        records = {_RECORD_NAMES.get(k, str(k)): v for k, v in sorted(f.counts.items())
+                   if k in _RECORD_NAMES}
         time_range = None
         if first is not None:
             time_range = {"first": clock.time_text(first), "last": clock.time_text(last),
@@ -58,13 +59,13 @@ def summarize(path: str) -> dict[str, Any]:
             "clock": ({"clockid": info.clock_data[0], "utc": True} if info.clock_data
                       else {"utc": False}),
             "time_range": time_range,
-            "records": counts,
+            "records": records,
             "compression": ({"type": "zstd", "records": f.compression.records,
                              "compressed_bytes": f.compression.compressed,
                              "decompressed_bytes": f.compression.decompressed,
                              "ratio": round(f.compression.ratio, 3)}
                             if f.compression.records else None),
-            "lost_events": lost,
+            "lost_events": counts.lost,
             "events": dict(per_event.most_common()),
             "eventheader_events": dict(per_eventheader.most_common()),
         }

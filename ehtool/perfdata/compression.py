@@ -37,6 +37,21 @@ class Compression:
         return self.decompressed / self.compressed if self.compressed else None
 
 
+def compressed_data(compressed2: bool, buf: Any, pos: int, end: int,
+                    u64: Any) -> bytes | None:
+    """The zstd data of the COMPRESSED (``compressed2`` False) or COMPRESSED2 record at
+    ``buf[pos:end]``; None when a COMPRESSED2 record's data size does not fit it.
+
+    COMPRESSED: the 8-byte header, then data. COMPRESSED2: the header, a u64 data size,
+    the data, padding to 8 bytes."""
+    if not compressed2:
+        return bytes(buf[pos + 8:end])
+    size = u64(buf, pos + 8)[0] if end - pos >= 16 else -1
+    if not 0 <= size <= end - pos - 16:
+        return None
+    return bytes(buf[pos + 16:pos + 16 + size])
+
+
 def zstd_decompressor(path: str, offset: int) -> Decompressor:
     """A streaming zstd decompressor (InputError naming the missing binding)."""
     try:

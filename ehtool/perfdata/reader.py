@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 import construct as c
 
 from ehtool.errors import InputError, combined
-from ehtool.perfdata.compression import Compression, zstd_decompressor
+from ehtool.perfdata.compression import Compression, compressed_data, zstd_decompressor
 from ehtool.perfdata.grammar import (
     EVENT_UPDATE_NAME,
     FILE_HEADER_SIZE,
@@ -750,15 +750,12 @@ class PerfDataFile:
         Records found inside carry the COMPRESSED record's offset in messages. False
         (and ``_fatal``) when the data does not decompress.
         """
-        if rtype == _R.COMPRESSED2:  # header, u64 data_size, data, padding to 8 bytes
+        data = compressed_data(rtype == _R.COMPRESSED2, buf, pos, nxt, self._u64)
+        if data is None:
             size = self._u64(buf, pos + 8)[0] if nxt - pos >= 16 else -1
-            if not 0 <= size <= nxt - pos - 16:
-                self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
-                                         self.path, offset)
-                return False
-            data = bytes(buf[pos + 16:pos + 16 + size])
-        else:
-            data = bytes(buf[pos + 8:nxt])
+            self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
+                                     self.path, offset)
+            return False
         z = self.compression
         if z.decompressor is None:
             z.decompressor = zstd_decompressor(self.path, offset)

@@ -40,11 +40,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from ehtool.errors import ExternalError, UsageError
+from ehtool.perfdata.counts import RecordCounts
 
 INSTALL_HINT = ("install it with 'apt-get install linux-perf' (Debian/Ubuntu: linux-perf or "
                 "linux-tools-$(uname -r); Fedora: dnf install perf) or pass --perf PATH")
@@ -480,19 +481,8 @@ def _pdeathsig_hook() -> Callable[[], None] | None:
     return hook
 
 
-@dataclass
-class RecordingStats:
-    """What a finished recording holds (from the perf.data file)."""
-
-    samples: int = 0
-    lost_events: int = 0  # sum of PERF_RECORD_LOST.lost (ring buffer overruns)
-    lost_samples: int = 0  # sum of PERF_RECORD_LOST_SAMPLES.lost
-    lost_records: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def lost(self) -> int:
-        return self.lost_events + self.lost_samples
+#: what a finished recording holds: samples and lost events (one counting rule)
+RecordingStats = RecordCounts
 
 
 def scan_recording(path: str | Path) -> RecordingStats:
@@ -502,18 +492,12 @@ def scan_recording(path: str | Path) -> RecordingStats:
     from ehtool.perfdata.reader import PerfDataFile
 
     stats = RecordingStats()
-    lost_type, lost_samples_type = int(RecordType.LOST), int(RecordType.LOST_SAMPLES)
+    sample = int(RecordType.SAMPLE)
     try:
         with PerfDataFile.open(str(path), on_error=lambda e: stats.errors.append(str(e))) as data:
             for record in data.records(order="file"):
-                if record.is_sample:
-                    stats.samples += 1
-                elif record.type == lost_type:
-                    stats.lost_records += 1
-                    stats.lost_events += record.body.lost if record.body is not None else 0
-                elif record.type == lost_samples_type:
-                    stats.lost_records += 1
-                    stats.lost_samples += record.body.lost if record.body is not None else 0
+                stats.add(sample if record.is_sample else record.type, record.body
+                          if not record.is_sample else None)
     except EhtoolError as exc:
         stats.errors.append(str(exc))
     return stats

@@ -10,9 +10,10 @@
 
 perf writes into a pipe that ehtool reads; a thread copies every byte to the
 sink unchanged and walks the record headers as they pass, so a streamed
-session reports perf's lost events (PERF_RECORD_LOST, LOST_SAMPLES) like a
-recorded file. LOST records inside compressed records (``perf record -z``) are
-not seen.
+session reports its samples and perf's lost events (PERF_RECORD_LOST,
+LOST_SAMPLES) like a recorded file, counted by the same rule
+(:class:`ehtool.perfdata.counts.RecordCounts`). Compressed records (``perf record
+-z``) are decompressed on the way (one zstd stream) and the records inside counted.
 """
 
 from __future__ import annotations
@@ -24,25 +25,29 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
+from ehtool.errors import InputError
+from ehtool.perfdata.compression import Decompressor, compressed_data, zstd_decompressor
 from ehtool.perfdata.grammar import RecordType
 from ehtool.record.perf import RecordingStats
 
 _MAGIC = {b"PERFILE2": "<", b"2ELIFREP": ">"}
 _PIPE_HEADER_SIZE = 16
-_SAMPLE, _LOST, _LOST_SAMPLES = RecordType.SAMPLE, RecordType.LOST, RecordType.LOST_SAMPLES
 #: records followed by a payload their header size does not count (its size: u32, u64)
 _TRACING_DATA, _AUXTRACE = RecordType.HEADER_TRACING_DATA, RecordType.AUXTRACE
 _PAYLOAD = (_TRACING_DATA, _AUXTRACE)
-_COMPRESSED = (RecordType.COMPRESSED, RecordType.COMPRESSED2)
+_COMPRESSED, _COMPRESSED2 = RecordType.COMPRESSED, RecordType.COMPRESSED2
 _READ = 1 << 20
 
 
 class StreamCounter:
     """Walks pipe-mode perf.data bytes fed in arbitrary pieces; counts samples and lost events."""
 
-    def __init__(self) -> None:
-        self.stats = RecordingStats()
+    def __init__(self, stats: RecordingStats | None = None) -> None:
+        self.stats = RecordingStats() if stats is None else stats
         self.compressed = False
+        #: the records inside compressed records: a counter of the decompressed stream
+        self._inner: StreamCounter | None = None
+        self._zstd: Decompressor | None = None
         self._pending = b""  # an incomplete header or record
         self._skip = 0  # payload bytes still to pass over
         self._header: Callable | None = None  # unpacks (type, size); set by the pipe header
@@ -81,6 +86,8 @@ class StreamCounter:
             self._stop("perf wrote no complete pipe-mode header")
         elif self._pending or self._skip:
             self._stop("the stream ends inside a record (perf killed mid-write?)")
+        elif self._inner is not None and (self._inner._pending or self._inner._skip):
+            self._stop("the compressed stream ends inside a record (perf killed mid-write?)")
         return self.stats
 
     def _check_header(self, buf: memoryview | bytes) -> bool:
@@ -110,15 +117,7 @@ class StreamCounter:
                 return self._stop(f"corrupt record at stream offset {offset}: size {size}")
             if pos + size > end:
                 break
-            if rtype == _SAMPLE:
-                stats.samples += 1
-            elif rtype == _LOST and size >= 24:
-                stats.lost_records += 1
-                stats.lost_events += u64(buf, pos + 16)[0]
-            elif rtype == _LOST_SAMPLES and size >= 16:
-                stats.lost_records += 1
-                stats.lost_samples += u64(buf, pos + 8)[0]
-            elif rtype in _PAYLOAD and size >= 12:  # (perf before 6.x: 12-byte TRACING_DATA)
+            if rtype in _PAYLOAD and size >= 12:  # (perf before 6.x: 12-byte TRACING_DATA)
                 extra = (self._u32 if rtype == _TRACING_DATA else u64)(buf, pos + 8)[0]
                 nxt = pos + size + extra
                 if nxt > end:
@@ -126,10 +125,39 @@ class StreamCounter:
                     return end
                 pos = nxt
                 continue
-            elif rtype in _COMPRESSED:
+            elif rtype in (_COMPRESSED, _COMPRESSED2):
                 self.compressed = True
+                if not self._decompress(rtype, buf, pos, size, end):
+                    return -1
+            else:
+                stats.add_bytes(rtype, buf, pos, size, u64)
             pos += size
         return pos
+
+    def _decompress(self, rtype: int, buf: memoryview | bytes, pos: int, size: int,
+                    end: int) -> bool:
+        """Count the records inside a compressed record (False: counting stopped)."""
+        offset = self._fed - end + pos
+        data = compressed_data(rtype == _COMPRESSED2, buf, pos, pos + size, self._u64)
+        if data is None:
+            self._stop(f"corrupt COMPRESSED2 record at stream offset {offset}")
+            return False
+        try:
+            if self._zstd is None:
+                self._zstd = zstd_decompressor("stdin", offset)
+                self._inner = StreamCounter(self.stats)
+                self._inner._header, self._inner._u64 = self._header, self._u64
+                self._inner._u32 = self._u32
+            chunk = self._zstd.decompress(data)
+        except InputError as exc:
+            self._stop(str(exc))
+            return False
+        except Exception as exc:  # the binding's own error type
+            self._stop(f"compressed data at stream offset {offset} does not decompress: {exc}")
+            return False
+        assert self._inner is not None
+        self._inner.feed(chunk)
+        return True
 
     def _stop(self, problem: str) -> int:
         """Give up counting (the bytes are still relayed); returns -1."""

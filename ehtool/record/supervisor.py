@@ -314,9 +314,6 @@ class Recorder:
         while True:
             stats = relay.join(0.2)
             if stats is not None:
-                if relay.counter.compressed:
-                    self.options.warn("lost events inside compressed records (perf -z) "
-                                      "are not counted")
                 return stats
             if self.stop_requests >= 2:
                 self.options.warn("the reader of perf's output does not read: "

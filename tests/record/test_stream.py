@@ -137,3 +137,39 @@ def test_relay_closes_perfs_pipe_when_its_reader_is_gone(lossy):
     filler.join(30)
     assert not filler.is_alive(), "the writer (perf) gets EPIPE instead of blocking"
     os.close(sink_w)
+
+
+@pytest.mark.parametrize("name", ["sched-zpipe.data", "sched-612-zpipe.data",
+                                  "eh-612-zpipe.data"])
+@pytest.mark.parametrize("piece", [13, 1 << 20])
+def test_compressed_streams_are_counted_inside(name, piece):
+    """perf record -z -o -: the records inside the zstd stream are counted, as the reader
+    and ehtool info count them (the stream cut anywhere)."""
+    path = PIPE_DATA.parent / name
+    data = path.read_bytes()
+    counter = StreamCounter()
+    for at in range(0, len(data), piece):
+        counter.feed(data[at:at + piece])
+    stats = counter.finish()
+    assert stats.errors == [] and counter.compressed
+    with PerfDataFile.open(path) as f:
+        assert stats.samples == sum(1 for _ in f.samples(order="file")) > 0
+    assert stats.lost == summarize(str(path))["lost_events"]
+
+
+def test_a_compressed_lost_record_is_counted(tmp_path):
+    """A LOST record inside the compressed stream (re-compressed from the lossy stream)."""
+    import struct
+
+    import zstandard
+
+    plain = lossy_stream(tmp_path)
+    stream = zstandard.ZstdCompressor().compress(plain[16:])
+    half = len(stream) // 2
+    compressed = b"".join(struct.pack("<IHH", int(RecordType.COMPRESSED), 0, 8 + len(c)) + c
+                          for c in (stream[:half], stream[half:]))
+    counter = StreamCounter()
+    counter.feed(plain[:16] + compressed)
+    stats = counter.finish()
+    assert stats.errors == []
+    assert (stats.samples, stats.lost, stats.lost_records) == (23, LOST, LOST_RECORDS)

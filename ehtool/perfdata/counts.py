@@ -1,0 +1,69 @@
+"""Counting a recording: samples and lost events, one rule for every reader (a parsed
+record from :class:`PerfDataFile`, or the raw bytes of a pipe-mode stream going by)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ehtool.perfdata.grammar import RecordType, grammar_for
+
+_SAMPLE, _LOST, _LOST_SAMPLES = (int(RecordType.SAMPLE), int(RecordType.LOST),
+                                 int(RecordType.LOST_SAMPLES))
+_HEADER = 8
+
+
+def _offset(rtype: int, name: str) -> int:
+    """Where field ``name`` of a record's body starts, from the grammar (after the header)."""
+    pos = _HEADER
+    for sub in grammar_for(False).records[rtype].subcons:
+        if sub.name == name:
+            return pos
+        pos += sub.sizeof()
+    raise KeyError(name)
+
+
+#: (record type, offset of its u64 "lost" count, the least record size that holds it)
+_LOST_AT = {rtype: (at, at + 8) for rtype, at in ((_LOST, _offset(_LOST, "lost")),
+                                                  (_LOST_SAMPLES, _offset(_LOST_SAMPLES, "lost")))}
+
+
+@dataclass
+class RecordCounts:
+    """Samples and lost events of a recording (perf's PERF_RECORD_LOST: ring buffer
+    overruns; LOST_SAMPLES: samples the kernel dropped)."""
+
+    samples: int = 0
+    lost_events: int = 0  # sum of PERF_RECORD_LOST.lost
+    lost_samples: int = 0  # sum of PERF_RECORD_LOST_SAMPLES.lost
+    lost_records: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return self.lost_events + self.lost_samples
+
+    def add(self, rtype: int, body: Any = None) -> None:
+        """Count a parsed record (``body``: its grammar body, None when unparsed)."""
+        if rtype == _SAMPLE:
+            self.samples += 1
+        elif rtype in _LOST_AT:
+            self._lost(rtype, getattr(body, "lost", 0) or 0)
+
+    def add_bytes(self, rtype: int, buf: Any, pos: int, size: int,
+                  u64: Callable[[Any, int], tuple[int]]) -> None:
+        """Count the record at ``buf[pos:pos + size]`` (``u64``: the file's byte order)."""
+        if rtype == _SAMPLE:
+            self.samples += 1
+            return
+        at = _LOST_AT.get(rtype)
+        if at is not None and size >= at[1]:
+            self._lost(rtype, u64(buf, pos + at[0])[0])
+
+    def _lost(self, rtype: int, count: int) -> None:
+        self.lost_records += 1
+        if rtype == _LOST:
+            self.lost_events += count
+        else:
+            self.lost_samples += count
