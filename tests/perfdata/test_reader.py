@@ -244,10 +244,10 @@ def _two_event_id_file(path: Path) -> None:
 def test_sample_id_without_identifier(tmp_path, monkeypatch, path):
     """Samples are tied to their event by PERF_SAMPLE_ID at its place after TID and
     TIME; the COMM record's sample_id_all trailer (id 20 before CPU) is parsed."""
-    import ehtool.perfdata.reader as reader_mod
+    import ehtool.perfdata.walk as walk_mod
 
     if path == "general":  # no generated run scanner: the per-record reader in _scan
-        monkeypatch.setattr(reader_mod, "make_run_scanner", lambda *a: None)
+        monkeypatch.setattr(walk_mod, "make_run_scanner", lambda *a: None)
     p = tmp_path / "ids.data"
     _two_event_id_file(p)
     with PerfDataFile.open(p) as f:
@@ -340,7 +340,7 @@ def test_live_recording_matches_perf_script(tmp_path, extra):
 
 
 def test_time_sort_is_stable_and_puts_missing_times_first():
-    from ehtool.perfdata.reader import _sort_by_time
+    from ehtool.perfdata.rounds import sort_by_time as _sort_by_time
 
     class Item:
         def __init__(self, time, index):

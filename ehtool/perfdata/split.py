@@ -1,0 +1,96 @@
+"""Splitting a file-mode data section for a second process: just after a
+FINISHED_ROUND past the middle, so that both halves decode independently and their
+outputs concatenate in perf-decode's order. One rule (:func:`split_here`) serves the
+second process, which walks to the split point, and the first, which stops there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ehtool.perfdata.grammar import RecordType
+
+_R = RecordType
+#: bytes walked between two releases of the mapping
+_WINDOW = 1 << 20
+#: records after which the data cannot be split: AUXTRACE's payload is not made of
+#: records, and compressed records need the zstd stream from its start
+NO_SPLIT = frozenset((int(_R.AUXTRACE), int(_R.COMPRESSED), int(_R.COMPRESSED2)))
+#: records in the data section that change how later samples read (attrs, ids, names,
+#: formats): the second process applies them while it looks for its split point
+METADATA = frozenset(int(r) for r in (_R.HEADER_ATTR, _R.HEADER_TRACING_DATA, _R.ID_INDEX,
+                                      _R.EVENT_UPDATE, _R.HEADER_FEATURE))
+_FINISHED_ROUND = int(_R.FINISHED_ROUND)
+
+
+def split_here(rtype: int, after: int, middle: int, end: int) -> bool | None:
+    """The split rule, for a record of type ``rtype`` that ends at ``after``: True to
+    split just after it, None when no split can follow, False to go on."""
+    if rtype in NO_SPLIT:
+        return None
+    return rtype == _FINISHED_ROUND and middle <= after < end
+
+
+class Split:
+    """The splitting part of :class:`ehtool.perfdata.PerfDataFile` (its state lives there)."""
+
+    def split_point(self) -> int | None:
+        """The offset just after a FINISHED_ROUND near the middle of the data section
+        (file mode), so both halves can be decoded independently and concatenated in
+        perf-decode's order; None when there is no such point."""
+        mm = self._mm
+        if mm is None:
+            return None
+        hdr = self._hdr
+        pos, end = self._data_start, self._data_end
+        middle = pos + (end - pos) // 2
+        released = pos
+        while pos + 8 <= end:
+            if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
+                self._release(released, pos)
+                released = pos
+            rtype, _misc, size = hdr(mm, pos)
+            if size < 8:
+                return None
+            if rtype in METADATA:  # the second core needs what they say (ids, names...)
+                pos = self._apply_quietly(rtype, mm, pos, size, end)
+                if pos < 0:
+                    return None
+            else:
+                pos += size
+            verdict = split_here(rtype, pos, middle, end)
+            if verdict is None:
+                return None
+            if verdict:
+                self._release(self._data_start, pos)
+                return pos
+        self._release(self._data_start, pos)
+        return None
+
+    def _apply_quietly(self, rtype: int, buf: Any, pos: int, size: int, end: int) -> int:
+        """Apply a metadata record while looking for the split point: its problems are
+        the first core's to report (it reads the same record), so none are kept here."""
+        saved = self.counts, self.on_error, self._fatal
+        self.counts, self.on_error = dict(self.counts), lambda err: None
+        try:
+            return self._other(rtype, buf, pos, size, end, 0, [], [])
+        finally:
+            self.counts, self.on_error, self._fatal = saved
+
+    def stop_at_split(self) -> None:
+        """Make the next iteration end where :meth:`split_point` would cut, without
+        walking there first: after the first FINISHED_ROUND that ends in the second
+        half (nowhere when an AUXTRACE record comes first, as split_point gives up).
+        The first core decodes this way while the second finds the split itself."""
+        start, end = self._data_start, self._data_end
+        self._stop_middle = start + (end - start) // 2
+
+    @property
+    def data_range(self) -> tuple[int, int]:
+        """``(start, end)`` byte offsets of the records this file reads."""
+        return self._data_start, self._data_end
+
+    def restrict(self, start: int, end: int) -> None:
+        """Read only the records in ``[start, end)`` of the data section (file mode)."""
+        if self._mm is None or not self._data_start <= start <= end <= self._data_end:
+            raise ValueError("restrict() needs a file-mode input and a range inside its data")
+        self._data_start, self._data_end = start, end

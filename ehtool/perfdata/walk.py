@@ -1,0 +1,295 @@
+"""The record walk: reads the records of a buffer (the mapped data section, a pipe
+read, a decompressed chunk): samples through the generated readers, the other
+records through the grammar, applying the metadata ones as they come."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import construct as c
+
+from ehtool.errors import InputError
+from ehtool.perfdata.compression import compressed_data, zstd_decompressor
+from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType
+from ehtool.perfdata.hotpath import CorruptSample, make_run_scanner, make_trailer_reader
+from ehtool.perfdata.metadata import brief
+from ehtool.perfdata.records import Record
+from ehtool.perfdata.split import split_here
+from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE
+
+_R = RecordType
+_SAMPLE = int(_R.SAMPLE)
+# Only FINISHED_ROUND ends a time-sort group: perf-decode (LinuxTracepoints,
+# tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
+# the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
+FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
+
+
+class RecordWalk:
+    """The walking half of :class:`ehtool.perfdata.PerfDataFile` (its state lives there)."""
+
+    def _scan(self, buf: Any, pos: int, end: int, limit: int, base: int,
+              out: list, flushes: list[int]) -> int:
+        """Read the complete records in ``buf[pos:end]`` that start before ``limit``.
+
+        Appends samples (and other records when wanted) to ``out`` and the
+        ``len(out)`` of each flush point to ``flushes``; returns the position of
+        the first unread record. Sets ``self._fatal`` on corrupt sizes.
+        """
+        hdr = self._hdr
+        hdr_id = self._hdr_id  # header + IDENTIFIER in one unpack
+        u64 = self._u64
+        readers = self._readers
+        append = out.append
+        id_at = self._id_at
+        lone = self.descs[0].reader if len(self.descs) == 1 else None
+        sample_type = _SAMPLE
+        nsamples = 0
+        run = self._run_scanner()
+        while pos < limit:
+            if run is not None:  # consecutive samples of the common layout, one unpack each
+                pos, n = run(buf, pos, end, base, append)
+                nsamples += n
+                if pos >= limit:
+                    break
+            if pos + 16 <= end:
+                rtype, _misc, size, ident = hdr_id(buf, pos)
+            elif pos + 8 <= end:
+                rtype, _misc, size = hdr(buf, pos)
+                ident = None
+            else:
+                break
+            if rtype == sample_type and size >= 16 and pos + size <= end:
+                if id_at == 8:
+                    reader = readers.get(ident)
+                elif id_at > 0:
+                    reader = readers.get(u64(buf, pos + id_at)[0]) if id_at + 8 <= size else None
+                else:
+                    reader = lone
+                if reader is None:
+                    self._unknown_sample(buf, pos, size, base)
+                else:
+                    try:
+                        append(reader(buf, pos, size, base))
+                    except CorruptSample as exc:
+                        self._defer(InputError(f"corrupt sample: {exc}", self.path, base + pos))
+                    except struct.error:
+                        self._defer(InputError("corrupt sample: fields run past the record",
+                                               self.path, base + pos))
+                nsamples += 1
+                pos += size
+                continue
+            if size < 8:
+                self._fatal = InputError(f"corrupt record: size {size} < 8", self.path, base + pos)
+                break
+            if pos + size > end:
+                break
+            nxt = self._other(rtype, buf, pos, size, end, base, out, flushes)
+            if nxt < 0:
+                break  # incomplete (needs bytes beyond ``end``) or fatal
+            pos = nxt
+            if self._stop_middle is not None:  # split_point()'s rule (see stop_at_split)
+                verdict = split_here(rtype, pos, self._stop_middle, self._data_end)
+                if verdict is None:  # no split can follow: read to the end
+                    self._stop_middle = None
+                elif verdict:
+                    self._stop_middle = None
+                    self._data_end = pos
+                    break
+            id_at = self._id_at
+            lone = self.descs[0].reader if len(self.descs) == 1 else None
+            run = self._run_scanner()
+        if nsamples:
+            self.counts[_SAMPLE] = self.counts.get(_SAMPLE, 0) + nsamples
+        return pos
+
+    def _run_scanner(self):
+        """The generated scanner for runs of common-layout samples (rebuilt when ids change)."""
+        key = (len(self.descs), len(self._readers), self._id_at)
+        if self._run_key != key:
+            self._run_key = key
+            self._run = make_run_scanner(self.grammar, self.descs, self._id_at) \
+                if self.descs else None
+        return self._run
+
+    def _unknown_sample(self, buf: Any, pos: int, size: int, base: int) -> None:
+        if self._id_at < 0:
+            msg = (f"sample has no id and the file has {len(self.descs)} events "
+                   "(record with --sample-identifier)")
+        elif self._id_at + 8 > size:
+            msg = f"sample of {size} bytes is too short for its id"
+        else:
+            msg = f"sample id {self._u64(buf, pos + self._id_at)[0]} matches no event"
+        self._defer(InputError(msg, self.path, base + pos))
+
+    def _other(self, rtype: int, buf: Any, pos: int, size: int, end: int, base: int,
+               out: list, flushes: list[int]) -> int:
+        """Handle a non-sample record; return the next position, or -1 to stop."""
+        self.counts[rtype] = self.counts.get(rtype, 0) + 1
+        nxt = pos + size
+        g = self.grammar
+        offset = base + pos
+        if rtype in FLUSH_TYPES:
+            flushes.append(len(out))
+        elif rtype == _SAMPLE:
+            self._defer(InputError(f"corrupt sample: size {size} is too short", self.path,
+                                   offset))
+        elif rtype == _R.HEADER_TRACING_DATA:
+            # perf 6.x writes header + u32 size + u32 pad (16 bytes), older perf header +
+            # u32 size (12): the record size says which, the data's signature confirms it
+            if size not in (12, 16):
+                self._fatal = InputError(f"corrupt HEADER_TRACING_DATA record (size {size})",
+                                         self.path, offset)
+                return -1
+            extra = self._u32(buf, pos + 8)[0]
+            if extra > 0x80000000:
+                self._fatal = InputError(f"corrupt HEADER_TRACING_DATA size {extra}",
+                                         self.path, offset)
+                return -1
+            if nxt + min(extra, len(TRACING_SIGNATURE)) > end:
+                self.counts[rtype] -= 1
+                return -1  # the caller reads more (pipe) or reports truncation
+            if bytes(buf[nxt:nxt + len(TRACING_SIGNATURE)]) != TRACING_SIGNATURE:
+                self._fatal = InputError("HEADER_TRACING_DATA without the tracing data "
+                                         "signature", self.path, offset + size)
+                return -1
+            if nxt + extra > end:
+                self.counts[rtype] -= 1
+                return -1
+            if self.tracing is None:
+                blob = bytes(buf[nxt:nxt + extra])
+                self.info.features[Feature.TRACING_DATA] = blob
+                self._set_tracing_data(blob, base + nxt)
+            nxt += extra
+        elif rtype == _R.AUXTRACE:
+            if size < 16:
+                self._fatal = InputError(f"corrupt AUXTRACE record (size {size})",
+                                         self.path, offset)
+                return -1
+            extra = self._u64(buf, pos + 8)[0]
+            if extra & 7 or extra > 0x80000000:
+                self._fatal = InputError(f"corrupt AUXTRACE size {extra}", self.path, offset)
+                return -1
+            if nxt + extra > end:
+                self.counts[rtype] -= 1
+                return -1  # the caller reads more (pipe) or reports truncation
+            nxt += extra
+        elif rtype == _R.HEADER_ATTR:
+            try:
+                body = g.records[rtype].parse(bytes(buf[pos + 8:nxt]))
+            except c.ConstructError as exc:
+                self._defer(InputError(f"bad HEADER_ATTR: {brief(exc)}", self.path, offset))
+            else:
+                self._add_desc(body.attr, list(body.ids), offset)
+        elif rtype == _R.HEADER_FEATURE:
+            if size >= 16:
+                bit = self._u64(buf, pos + 8)[0]
+                self._apply_feature(bit, bytes(buf[pos + 16:nxt]), offset + 16)
+        elif rtype == _R.EVENT_UPDATE:
+            self._event_update(buf, pos, nxt, offset)
+        elif rtype == _R.ID_INDEX:
+            self._id_index(buf, pos, nxt, offset)
+        elif (rtype == _R.COMPRESSED or rtype == _R.COMPRESSED2) and not self._decompress(
+                rtype, buf, pos, nxt, offset, out, flushes):
+            return -1
+        if rtype == _R.COMM or rtype == _R.FORK or self._want_records:
+            rec = self._record(rtype, buf, pos, size, base)
+            if rtype == _R.COMM and rec.body is not None:
+                self.session.set_comm(rec.body.tid, rec.body.comm)
+            elif rtype == _R.FORK and rec.body is not None:
+                self.session.fork(rec.body.ptid, rec.body.tid)
+            if self._want_records:
+                out.append(rec)
+        return nxt
+
+    def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
+                    flushes: list[int]) -> bool:
+        """Read the records inside a COMPRESSED/COMPRESSED2 record (``perf record -z``).
+
+        perf compresses the whole recording as one zstd stream cut into these records, so
+        one decompressor serves the file and a record may continue in the next one.
+        Records found inside carry the COMPRESSED record's offset in messages. False
+        (and ``_fatal``) when the data does not decompress.
+        """
+        data = compressed_data(rtype == _R.COMPRESSED2, buf, pos, nxt, self._u64)
+        if data is None:
+            size = self._u64(buf, pos + 8)[0] if nxt - pos >= 16 else -1
+            self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
+                                     self.path, offset)
+            return False
+        z = self.compression
+        if z.decompressor is None:
+            z.decompressor = zstd_decompressor(self.path, offset)
+        try:
+            chunk = z.decompressor.decompress(data)
+        except Exception as exc:  # the binding's own error type
+            self._fatal = InputError(f"compressed data does not decompress: {exc}", self.path,
+                                     offset)
+            return False
+        z.records += 1
+        z.compressed += len(data)
+        z.decompressed += len(chunk)
+        inner = z.pending + chunk if z.pending else chunk
+        used = self._scan(inner, 0, len(inner), len(inner), offset, out, flushes)
+        z.pending = inner[used:]
+        return self._fatal is None
+
+    def _event_update(self, buf: Any, pos: int, nxt: int, offset: int) -> None:
+        if nxt - pos < 24:
+            return
+        kind = self._u64(buf, pos + 8)[0]
+        if kind != EVENT_UPDATE_NAME:
+            return
+        desc = self._desc_by_id.get(self._u64(buf, pos + 16)[0])
+        if desc is None:
+            return
+        body = self.grammar.records[_R.EVENT_UPDATE].parse(bytes(buf[pos + 8:nxt]))
+        desc.name = body.data
+
+    def _id_index(self, buf: Any, pos: int, nxt: int, offset: int) -> None:
+        try:
+            body = self.grammar.records[_R.ID_INDEX].parse(bytes(buf[pos + 8:nxt]))
+        except c.ConstructError as exc:
+            self._defer(InputError(f"bad ID_INDEX: {brief(exc)}", self.path, offset))
+            return
+        for e in body.entries:
+            if e.id not in self._desc_by_id and e.idx < len(self.descs):
+                desc = self.descs[e.idx]
+                self._desc_by_id[e.id] = desc
+                self._readers[e.id] = desc.reader
+
+    def _record(self, rtype: int, buf: Any, pos: int, size: int, base: int) -> Record:
+        """A non-sample record with its sample_id trailer and (known types) body."""
+        nxt = pos + size
+        desc = None
+        trailer: dict[str, int] = {}
+        nid = self._nonsample_id_at
+        if nid >= 0 and rtype < 64 and size >= 8 + nid:
+            desc = self._desc_by_id.get(self._u64(buf, nxt - nid)[0])
+        elif nid < 0 and rtype < 64 and len(self.descs) == 1:
+            only = self.descs[0]
+            desc = only if only.attr.flags.sample_id_all else None
+        trailer_size = 0
+        # records perf synthesizes carry a zeroed trailer (id 0): lay it out as the first event's
+        layout = desc if desc is not None or nid < 0 or rtype >= 64 or not self.descs \
+            else self.descs[0]
+        if layout is not None:
+            tr = self._trailers.get(layout.sample_type)
+            if tr is None:
+                tr = self._trailers[layout.sample_type] = make_trailer_reader(
+                    self.grammar, layout.sample_type)
+            if tr.size <= size - 8:
+                trailer = tr.read(buf, nxt)
+                trailer_size = tr.size
+        body = None
+        grammar = self.grammar.records.get(rtype) if rtype < 64 else None
+        data = bytes(buf[pos:nxt])
+        if grammar is not None:
+            try:
+                body = grammar.parse(data[8:size - trailer_size])
+            except c.ConstructError:
+                body = None
+        return Record(rtype, self._hdr(buf, pos)[1], base + pos, data, body,
+                      trailer.get("pid"), trailer.get("tid"), trailer.get("time"),
+                      trailer.get("cpu"), desc)
