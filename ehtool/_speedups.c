@@ -1005,11 +1005,15 @@ static PyTypeObject ScannerType = {
 /* ================================================================================== */
 
 /* Handler specs (built by SampleFormatter._native_spec; anything else is a callable):
- *   (0, head, render, extra, handler)    a plain tracepoint: head + render(raw) + meta
- *   (1, tracepoint, eh_offset, k_n, fast, handler)
- *        an EventHeader tracepoint: the decoder's fast-path cache ``fast`` (tracepoint ->
- *        first 12 event bytes -> entry) is consulted as EventHeaderDecoder.decode_parts
- *        does; a hit without activity ids is formatted here, anything else by handler.
+ *   PlainSpec(0, head, render, extra, handler)     a plain tracepoint:
+ *        head + render(raw) + meta
+ *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler)
+ *        an EventHeader tracepoint: EventHeaderDecoder.fast_cache (tracepoint -> first 12
+ *        event bytes -> FastEntry(expect, activity_size, skip, render, info)) is consulted
+ *        as EventHeaderDecoder.decode_parts does; a hit without activity ids is formatted
+ *        here, anything else by handler.
+ * (NamedTuples of ehtool/render/events.py and eventheader.py: read here by index;
+ * tests/speedups/test_constants.py checks their field order.)
  * The meta object is the template of SampleFormatter (time, cpu, pid, tid, extra). Its
  * time is written as ``time_mode`` says (the TIME_* constants, ehtool/render/times.py):
  * perf-decode's (UTC with the session clock's offset, else session seconds), integer ns,
@@ -1215,11 +1219,11 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
             return NULL;
         hit = PyDict_GetItemWithError(per_name, key);
         Py_DECREF(key);
-        if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5)
+        if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5)
             return NULL;
         return Py_NewRef(hit);
     }
-    if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 5)
+    if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5)
         return NULL;
     PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
     if (!PyBytes_Check(expect) || !PyLong_CheckExact(activity) || PyLong_AsLong(activity) != 0)

@@ -21,6 +21,9 @@ only has to check that the metadata bytes are the ones it compiled
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from ehtool.eventheader.decoder import NameInfo, parse_name, read_event
 from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG, ExtensionKind
 from ehtool.eventheader.grammar import EventHeaderError, extension_struct
@@ -98,6 +101,23 @@ class DecodedEvent:
                 f"fields={self.fields[:60]!r})")
 
 
+class FastEntry(NamedTuple):
+    """A fast-path cache entry: an event whose extensions are [activity id,] metadata,
+    recognised by its first 12 bytes and then ``expect`` (read by the C loop too)."""
+
+    expect: bytes  # metadata bytes expected at byte 12, or after the activity id
+    activity_size: int  # 0, 16 or 32
+    skip: int  # payload offset from the event start
+    render: Callable[[bytes, int, int], bytes]  # the compiled fields renderer
+    info: EventInfo
+
+
+#: tracepoint name -> first 12 event bytes -> a FastEntry; an int ``n`` when several
+#: metadata share those 12 bytes (then the first ``n`` bytes are the key); a list of
+#: FastEntry for events with activity ids (tried in order)
+FastCache = dict[str, dict[bytes, "FastEntry | int | list[FastEntry]"]]
+
+
 class EventHeaderDecoder:
     """Decodes EventHeader events into JSON pieces in one :class:`JsonStyle`."""
 
@@ -106,9 +126,8 @@ class EventHeaderDecoder:
         self._names: dict[str, NameInfo | None] = {}
         self._plans: dict[tuple[bool, bytes], Plan | EventHeaderError] = {}
         self._infos: dict[tuple, EventInfo] = {}
-        # tracepoint name -> first 12 event bytes -> (metadata bytes expected at byte 12
-        # or after the activity id, activity size, payload offset, render, info)
-        self._fast: dict[str, dict[bytes, tuple]] = {}
+        #: the fast path's cache (see FastCache); the C formatting loop reads it
+        self.fast_cache: FastCache = {}
         s = style
         self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in _META_KEYS}
 
@@ -124,14 +143,14 @@ class EventHeaderDecoder:
         ``(name_json, fields, meta, info, activity, related_activity)`` or None."""
         if type(data) is not bytes:
             data = bytes(data)
-        per_name = self._fast.get(tracepoint_name)
+        per_name = self.fast_cache.get(tracepoint_name)
         if per_name is not None:
             hit = per_name.get(data[offset:offset + 12])
             if hit is not None:
                 if type(hit) is int:
                     # several metadata share these 12 bytes: the whole prefix is the key
                     hit = per_name.get(data[offset:offset + hit])
-                    if type(hit) is tuple:  # (not the marker itself: data cut at 12)
+                    if type(hit) is FastEntry:  # (not the marker itself: data cut at 12)
                         info = hit[4]
                         return (info.name_json, hit[3](data, offset + hit[2], offset),
                                 info.meta, info, None, None)
@@ -149,7 +168,7 @@ class EventHeaderDecoder:
                         return self._with_activity(data, offset, hit)
         return self._decode_slow(tracepoint_name, data, offset)
 
-    def _with_activity(self, data: bytes, offset: int, hit: tuple) -> tuple:
+    def _with_activity(self, data: bytes, offset: int, hit: FastEntry) -> tuple:
         expect, activity_size, skip, render, info = hit
         activity = data[offset + 12:offset + 28]
         related = data[offset + 28:offset + 44] if activity_size == 32 else None
@@ -182,7 +201,7 @@ class EventHeaderDecoder:
             if len(self._plans) >= PLAN_CACHE_MAX:
                 self._plans.clear()
                 self._infos.clear()
-                self._fast.clear()
+                self.fast_cache.clear()
             try:
                 plan = compile_plan(metadata, little, self.style)
             except EventHeaderError as exc:
@@ -199,7 +218,7 @@ class EventHeaderDecoder:
         if info is None:
             if len(self._infos) >= 4 * PLAN_CACHE_MAX:
                 self._infos.clear()
-                self._fast.clear()
+                self.fast_cache.clear()
             flags, version, ident, tag, opcode, level = header
             info = self._infos[key] = EventInfo(
                 tracepoint, name.provider, name.options, name.keyword, header, plan,
@@ -224,21 +243,21 @@ class EventHeaderDecoder:
         else:
             return
         first = data[offset:offset + 12]
-        per_name = self._fast.setdefault(tracepoint, {})
+        per_name = self.fast_cache.setdefault(tracepoint, {})
         if len(per_name) >= PLAN_CACHE_MAX:
             per_name.clear()
-        entry = (expect, activity_size, pos - offset, info.plan.render, info)
+        entry = FastEntry(expect, activity_size, pos - offset, info.plan.render, info)
         known = per_name.get(first)
-        if known is None or type(known) is tuple and known[0] == expect:
+        if known is None or type(known) is FastEntry and known.expect == expect:
             per_name[first] = entry
         elif activity_size:
-            listed = [known] if type(known) is tuple else known
+            listed = [known] if type(known) is FastEntry else known
             per_name[first] = [entry, *listed[:15]]
         else:
             # a second metadata after these 12 bytes: key every one by its whole prefix
             # (header, extension header, metadata), which no 12-byte key can equal
-            if type(known) is tuple:
-                per_name[first + known[0]] = known
+            if type(known) is FastEntry:
+                per_name[first + known.expect] = known
             per_name[first] = 12 + size
             per_name[first + expect] = entry
 

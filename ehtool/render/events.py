@@ -12,7 +12,7 @@ field renderer and a few byte joins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ehtool.perfdata.grammar import SampleType
 from ehtool.render.meta_keys import EVENTHEADER_DEFAULT, META_DEFAULT
@@ -20,6 +20,33 @@ from ehtool.render.style import JsonStyle
 from ehtool.render.times import TIME_MODES, TimeFormat
 from ehtool.speedups import TIME_PERF
 from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
+
+if TYPE_CHECKING:
+    from ehtool.render.eventheader import FastCache
+
+class PlainSpec(NamedTuple):
+    """What the C formatting loop needs for a plain tracepoint: ``head + render(raw)`` and
+    the meta template with ``extra`` (its field order is the C code's)."""
+
+    kind: int  # 0
+    head: bytes
+    render: Callable[[bytes], bytes]
+    extra: bytes
+    handler: Callable[[Any], bytes]  # the Python way, for what the C loop leaves
+
+
+class EventHeaderSpec(NamedTuple):
+    """What the C formatting loop needs for an EventHeader tracepoint: the decoder's
+    fast-path cache (``EventHeaderDecoder.fast_cache``); a hit without activity ids is
+    formatted in C, anything else by ``handler``."""
+
+    kind: int  # 1
+    tracepoint: str
+    eventheader_offset: int
+    head: bytes  # ``{ "n": `` in the style
+    fast_cache: FastCache
+    handler: Callable[[Any], bytes]
+
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
 _TIME_CPU_TID = int(SampleType.TID | SampleType.TIME | SampleType.CPU)
@@ -62,7 +89,7 @@ class SampleFormatter:
         self._eh: Any = None  # the EventHeader decoder, made when first needed
         self._handlers: dict[Any, Callable[[Any], bytes]] = {}
         #: desc -> what the C loop formats itself (see _speedups.c Formatter)
-        self._specs: dict[Any, tuple] = {}
+        self._specs: dict[Any, PlainSpec | EventHeaderSpec] = {}
         #: ``"file"`` meta member (JSON Lines output names each event's input)
         self._file_meta = b""
         if file is not None:
@@ -202,7 +229,7 @@ class SampleFormatter:
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
 
-            self._specs[desc] = (0, plain_head, render, plain_fast_extra, plain)
+            self._specs[desc] = PlainSpec(0, plain_head, render, plain_fast_extra, plain)
         else:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
@@ -251,8 +278,8 @@ class SampleFormatter:
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, ev[2])
 
-            self._specs[desc] = (1, tracepoint, eh_offset, k_n, self._eh._fast,
-                                 eventheader_fast)
+            self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
+                                                self._eh.fast_cache, eventheader_fast)
             return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:

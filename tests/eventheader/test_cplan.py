@@ -150,9 +150,9 @@ def test_decoder_uses_the_c_renderer_and_pure_mode_does_not(monkeypatch):
     data = event([fd(b"n", E.VALUE32)], b"\x07\x00\x00\x00")
     native = EventHeaderDecoder(SPACED)
     assert native.decode("P_L5K1", data).fields == b', "n": 7'
-    info = native._fast["P_L5K1"][data[:12]][4]
+    info = native.fast_cache["P_L5K1"][data[:12]].info
     assert is_native(info.plan.render)
     monkeypatch.setenv("EHTOOL_PURE", "1")
     pure = EventHeaderDecoder(SPACED)
     assert pure.decode("P_L5K1", data).fields == b', "n": 7'
-    assert not is_native(pure._fast["P_L5K1"][data[:12]][4].plan.render)
+    assert not is_native(pure.fast_cache["P_L5K1"][data[:12]].info.plan.render)

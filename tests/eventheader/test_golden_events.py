@@ -75,7 +75,7 @@ def test_every_dat_event_matches_perf_decode(dat_events, dat_expected, impl):
 def test_dat_events_decode_the_same_on_the_fast_path(dat_events):
     decoder = EventHeaderDecoder(SPACED)
     first = [decoder.decode_parts(name, data)[:3] for name, data in dat_events]
-    assert decoder._fast  # the events were remembered
+    assert decoder.fast_cache  # the events were remembered
     for _ in range(2):
         again = [decoder.decode_parts(name, data)[:3] for name, data in dat_events]
         assert again == first

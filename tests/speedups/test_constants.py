@@ -20,3 +20,14 @@ def test_constant_equals_the_c_value(name: str, monkeypatch) -> None:
     monkeypatch.delenv("EHTOOL_PURE", raising=False)
     require_speedups()
     assert getattr(speedups.load(), name) == getattr(speedups, name)
+
+
+def test_spec_field_order_is_the_c_loops():
+    """_speedups.c reads the handler specs and fast-path entries by index."""
+    from ehtool.render.eventheader import FastEntry
+    from ehtool.render.events import EventHeaderSpec, PlainSpec
+
+    assert PlainSpec._fields == ("kind", "head", "render", "extra", "handler")
+    assert EventHeaderSpec._fields == ("kind", "tracepoint", "eventheader_offset", "head",
+                                       "fast_cache", "handler")
+    assert FastEntry._fields == ("expect", "activity_size", "skip", "render", "info")
