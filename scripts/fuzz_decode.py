@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import ehtool.decode.pipeline as pipeline  # noqa: E402
+import ehtool.decode.parallel as parallel  # noqa: E402
 from ehtool.decode.fuzzing import check_input, mutate, seeds  # noqa: E402
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=float("inf"))
     args = parser.parse_args()
-    pipeline._PARALLEL_MIN_BYTES = 1 << 12  # small inputs take the two-process path too
+    parallel.PARALLEL_MIN_BYTES = parallel.PART_MIN_BYTES = 1 << 12  # small inputs split too
     originals = seeds(REPO)
     rng = random.Random(args.seed)
     work = Path("/tmp/ehtool-fuzz")

@@ -100,8 +100,10 @@ def _hex_int(value: str) -> int:
                    "on the machine and boot that recorded it).")
 @click.option("--strict-filter", is_flag=True,
               help="A --filter name that no event of the input has is an error (exit 2).")
-@click.option("-j", "--jobs", type=click.IntRange(1, 2), default=2, show_default=True,
-              help="Decode big files with two processes (output order is unchanged).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Decode with N processes (default: the CPUs available to ehtool): a big "
+                   "file is split at FINISHED_ROUND points, several files are decoded side "
+                   "by side; the output is the same bytes as with -j 1.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No warnings and no progress bar on stderr, only errors. (The progress "
                    "bar appears only when stderr is a terminal and decoding takes over a "
@@ -115,7 +117,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            level: int | None, keyword: int | None, pids: tuple[int, ...],
            tids: tuple[int, ...], cpus: tuple[int, ...], comms: tuple[str, ...],
            since: str | None, until: str | None, expr: str | None,
-           formats_from_host: bool, strict_filter: bool, jobs: int, quiet: bool) -> None:
+           formats_from_host: bool, strict_filter: bool, jobs: int | None,
+           quiet: bool) -> None:
     """Decode perf.data FILEs ('-' reads a pipe-mode stream from stdin; without FILE:
     ./perf.data, as perf does) into JSON that matches Microsoft's perf-decode:
     EventHeader events with their fields and meta, other tracepoints from their
@@ -136,7 +139,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     """
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
-    from ehtool.decode.pipeline import DecodeOptions
+    from ehtool.decode.options import DecodeOptions, available_cpus
     from ehtool.errors import EXIT_INPUT, EhtoolError
     from ehtool.render.meta_keys import parse_meta
     from ehtool.render.style import JsonStyle
@@ -195,7 +198,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         time=time_mode,
         fields_key=fields_key,
         selection=selection if selection.active else None,
-        jobs=jobs,
+        jobs=jobs or available_cpus(),
         warn=warn,
         progress=bar,
     )

@@ -57,7 +57,7 @@ def check_input(path: str) -> str | None:
             os.environ["EHTOOL_PURE"] = "1"
         else:
             os.environ.pop("EHTOOL_PURE", None)
-        for jobs in (1, 2):
+        for jobs in (1, 2, 3):
             try:
                 runs[pure, jobs] = _decode(path, jobs=jobs)
             except EhtoolError as exc:

@@ -13,80 +13,22 @@ document is always closed, so the output stays valid JSON.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ehtool.errors import EhtoolError, InputError, SignalExit, combined
-from ehtool.render.meta_keys import META_DEFAULT
-from ehtool.render.style import SPACED, JsonStyle
+from ehtool.decode.formatting import Spliced, format_batches
+from ehtool.decode.options import DecodeOptions, EventSelection
+from ehtool.decode.parallel import concurrent_files, parts_for, split_batches
+from ehtool.errors import EhtoolError, InputError, combined
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["DecodeOptions", "EventSelection", "decode_to"]
 
 #: events formatted between two writes to the output
 _BATCH = 512
-#: data sections smaller than this are decoded by one process
-_PARALLEL_MIN_BYTES = 8 << 20
-
-
-class EventSelection(Protocol):
-    """What ``--filter`` and the other selections give the pipeline
-    (``ehtool.decode.filters.Selection``)."""
-
-    @property
-    def parallel_safe(self) -> bool:
-        """False when selecting an event needs the records before it."""
-
-    def bind(self, perf_file: Any) -> None:
-        """Called with each opened PerfDataFile before its records are read."""
-
-    def needs_prefilter(self) -> bool:
-        """True when :meth:`prefilter` must run."""
-
-    def needs_event(self) -> bool:
-        """True when :meth:`select` must run (checks beyond :meth:`prefilter`)."""
-
-    def prefilter(self, sample: Any) -> bool:
-        """Cheap checks on the sample's own values (pid, cpu, time...)."""
-
-    def select(self, sample: Any) -> bool:
-        """Checks on the typed event (provider, level, fields...)."""
-
-    def report(self) -> list[str]:
-        """State the second process hands back (JSON-able), for :meth:`absorb`."""
-
-    def absorb(self, report: list[str]) -> None:
-        """Take in the second process's :meth:`report`."""
-
-
-@dataclass
-class DecodeOptions:
-    """What ``ehtool decode`` prints and how."""
-
-    style: JsonStyle = SPACED
-    order: str = "time"  # "time" (perf-decode's order within each round) or "file"
-    meta: frozenset[str] = META_DEFAULT
-    jsonl: bool = False
-    #: indented multi-line JSON (the json format only)
-    pretty: bool = False
-    bom: bool = False
-    input_format: str = "perf"  # "perf" or "dat"
-    #: how meta time is shown: perf, iso, ns, rel, delta (ehtool/render/times.py)
-    time: str = "perf"
-    #: nest each event's fields under this key (``--fields-key``); None: perf-decode's
-    #: flat members beside "n" and "meta"
-    fields_key: str | None = None
-    #: which events are printed (filters); None prints all
-    selection: EventSelection | None = None
-    nonsample: bool = False
-    #: processes to decode with (file mode, big inputs); 1 disables the second core
-    jobs: int = 2
-    #: the running kernel's formats for events a (cut) file has none for
-    formats_from_host: bool = False
-    warn: Callable[[str], None] | None = None
-    #: ``progress(bytes_done, bytes_total)`` after each batch (total 0: unknown)
-    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
 
 def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> list[EhtoolError]:
@@ -106,11 +48,22 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     threshold = gc.get_threshold()
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
+        if _side_by_side(inputs, options):
+            results = concurrent_files(inputs, options, writer, _one_process_batches)
+            for path, result in results:
+                writer.begin_file(path)
+                writer.splice(result.out, result.report.count)
+                _replay(result.report, options)
+                if result.error:
+                    errors.append(InputError(result.error))
+                writer.end_file()
+                progress.input_done()
+            return errors
         for path in inputs:
             writer.begin_file("stdin" if path == "-" else path)
             try:
                 for batch in _batches(path, options, progress, writer):
-                    if type(batch) is _Spliced:  # the second core's half, framed
+                    if type(batch) is Spliced:  # a worker's part, framed
                         writer.splice(batch.file, batch.count)
                         continue
                     writer.events(batch)
@@ -123,6 +76,28 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
         gc.set_threshold(*threshold)
         writer.close()
     return errors
+
+
+def _side_by_side(inputs: list[str], options: DecodeOptions) -> bool:
+    """True to decode the inputs in worker processes, one each (several perf.data files
+    and -j > 1; not stdin, and not with filters that need the records before)."""
+    selection = options.selection
+    return (options.jobs > 1 and len(inputs) > 1 and "-" not in inputs
+            and options.input_format == "perf"
+            and (selection is None or selection.parallel_safe))
+
+
+def _one_process_batches(path: str, options: DecodeOptions, writer: Any) -> Iterator[Any]:
+    return _perf_batches(path, options, _Progress(None, []), writer)
+
+
+def _replay(report: Any, options: DecodeOptions) -> None:
+    """A file worker's warnings and the filter names it found."""
+    if options.selection is not None:
+        options.selection.absorb(report.selection)
+    if options.warn is not None:
+        for message in report.warnings:
+            options.warn(message)
 
 
 class _Progress:
@@ -161,15 +136,8 @@ def _input_size(path: str) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-class _Spliced(NamedTuple):
-    """Events another process formatted and framed into ``file`` (at its start)."""
-
-    file: BinaryIO
-    count: int
-
-
 def _batches(path: str, options: DecodeOptions, progress: _Progress,
-             writer: Any) -> Iterator[list[bytes] | _Spliced]:
+             writer: Any) -> Iterator[list[bytes] | Spliced]:
     """The formatted events of one input, a list at a time."""
     if options.input_format == "dat":
         return _dat_batches(path, options)
@@ -177,7 +145,7 @@ def _batches(path: str, options: DecodeOptions, progress: _Progress,
 
 
 def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
-                  writer: Any) -> Iterator[list[bytes] | _Spliced]:
+                  writer: Any) -> Iterator[list[bytes] | Spliced]:
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
 
@@ -209,166 +177,16 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
             time_mode=options.time,
             fields_key=options.fields_key,
         )
-        if _parallel(f, options):
-            yield from _two_cores(f, fmt, options, writer, problems)
+        parts = parts_for(f, options)
+        if parts > 1:
+            yield from split_batches(f, fmt, options, writer, problems, parts)
         else:
-            yield from _format_batches(f, fmt, options)
+            yield from format_batches(f, fmt, options)
         if options.time == "iso" and not f.session.clock.utc_known and options.warn:
             options.warn(f"{path}: no clock data (record with perf record -k CLOCK_REALTIME "
                          "or -k monotonic): times are seconds of the session clock")
         if problems:
             raise combined(problems)
-
-
-def _parallel(f: Any, options: DecodeOptions) -> bool:
-    """True to decode a file-mode input with two processes."""
-    selection = options.selection
-    if options.jobs < 2 or "comm" in options.meta or (
-            selection is not None and not selection.parallel_safe):
-        return False
-    if options.time in ("rel", "delta"):  # each time depends on the events before it
-        return False
-    return not f.pipe_mode and f.data_range[1] - f.data_range[0] >= _PARALLEL_MIN_BYTES
-
-
-def _two_cores(f: Any, fmt: Any, options: DecodeOptions, writer: Any,
-               problems: list[InputError]) -> Iterator[list[bytes] | _Spliced]:
-    """Decode the input with a forked child: this process decodes and yields the
-    records up to ``f.split_point()`` (a FINISHED_ROUND near the middle, so the
-    output order is the one-process order) while the child finds that point
-    itself and formats the rest, framed by ``writer.continuation``, into a
-    temporary file that is then spliced in. Without such a point the child
-    contributes nothing and this process reads to the end.
-
-    The result equals one process's on every input: the child's warnings follow
-    this half's, its recoverable problems are added to ``problems``, and a fatal
-    error in this half (where one process would stop reading) drops the child's half.
-    A signal that ends the child ends this process the same way.
-    """
-    import os
-    import tempfile
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as report:
-        pid = os.fork()
-        if pid == 0:  # child: never returns
-            _child_half(f, fmt, options, writer, out, report)
-        try:
-            f.stop_at_split()
-            yield from _format_batches(f, fmt, options)
-        except BaseException:  # a fatal input error, a signal: the other half is not wanted
-            _stop_child(pid)
-            raise
-        finally:
-            _, status = os.waitpid(pid, 0)
-        report.seek(0)
-        try:
-            child = json.loads(report.read())
-        except ValueError:
-            raise EhtoolError(f"the decoding worker died (wait status {status})") from None
-        if child["signal"]:
-            raise SignalExit(child["signal"])
-        if child["internal"]:
-            raise EhtoolError(child["internal"])
-        out.seek(0)
-        yield _Spliced(out, child["count"])
-        if options.selection is not None:
-            options.selection.absorb(child["selection"])
-        if options.warn is not None:
-            for message in child["warnings"]:
-                options.warn(message)
-        problems += [InputError(message) for message in child["problems"]]
-        if child["fatal"]:
-            raise InputError(child["fatal"])
-
-
-def _stop_child(pid: int) -> None:
-    """Kill the forked worker (it may already have exited: waitpid reaps it)."""
-    import os
-    import signal
-
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _child_half(f: Any, fmt: Any, options: DecodeOptions, writer: Any, out: Any,
-                report: Any) -> None:
-    """The forked worker: format the records after the split into ``out``; write what
-    the parent must know (event count, warnings, problems, a fatal error, a signal) as
-    JSON into ``report``; exit without returning."""
-    import os
-
-    result: dict[str, Any] = {"count": 0, "warnings": [], "problems": [], "fatal": None,
-                              "signal": 0, "internal": None, "selection": []}
-    f.on_error = lambda err: result["problems"].append(str(err))
-    fmt.warn = result["warnings"].append  # no handler exists yet: this is the one they take
-    try:
-        gc.freeze()  # the parent's objects: never collected here
-        split = f.split_point()
-        if split is not None:
-            f.restrict(split, f.data_range[1])
-            with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
-                sub = writer.continuation(sink)
-                try:
-                    for batch in _format_batches(f, fmt, options):
-                        sub.events(batch)
-                        result["count"] += len(batch)
-                except EhtoolError as exc:
-                    result["fatal"] = str(exc)
-                if options.selection is not None:
-                    result["selection"] = options.selection.report()
-    except KeyboardInterrupt:
-        result["signal"] = 2
-    except SystemExit as exc:  # SignalExit: a terminating signal reached this process
-        result["signal"] = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
-    except BaseException as exc:  # reported by the parent, which owns stderr's story
-        result["internal"] = f"internal error in the decoding worker: {exc!r}"
-    finally:
-        report.write(json.dumps(result).encode())
-        report.flush()
-        os._exit(0)
-
-
-def _format_batches(f: Any, fmt: Any, options: DecodeOptions) -> Iterator[list[bytes]]:
-    """The formatted (and filtered) events of an open perf.data file, a list at a time."""
-    selection = options.selection
-    prefilter = (selection.prefilter if selection is not None and selection.needs_prefilter()
-                 else None)
-    select = selection.select if selection is not None and selection.needs_event() else None
-    if prefilter is None and select is None and not options.nonsample:
-        format_many = fmt.format_many
-        for batch in f.batches(options.order, nonsample=False):
-            yield format_many(batch)
-        return
-    format_many = fmt.format_many
-    format_record = fmt.format_record
-    for batch in f.batches(options.order, nonsample=options.nonsample):
-        # filter first (no formatting for events not printed), then format the rest
-        # together: the C loop's fast path, and rel/delta times see only printed events
-        kept = []
-        for sample in batch:
-            if prefilter is not None and not prefilter(sample):
-                continue
-            if select is not None and not select(sample):
-                continue
-            kept.append(sample)
-        if not options.nonsample:
-            yield format_many(kept)
-            continue
-        out: list[bytes] = []
-        run: list = []
-        for sample in kept:
-            if sample.is_sample:
-                run.append(sample)
-                continue
-            if run:
-                out += format_many(run)
-                run = []
-            event = format_record(sample)
-            if event is not None:
-                out.append(event)
-        if run:
-            out += format_many(run)
-        yield out
 
 
 def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:

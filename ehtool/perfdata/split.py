@@ -33,16 +33,18 @@ def split_here(rtype: int, after: int, middle: int, end: int) -> bool | None:
 class Split:
     """The splitting part of :class:`ehtool.perfdata.PerfDataFile` (its state lives there)."""
 
-    def split_point(self) -> int | None:
-        """The offset just after a FINISHED_ROUND near the middle of the data section
-        (file mode), so both halves can be decoded independently and concatenated in
-        perf-decode's order; None when there is no such point."""
+    def split_point(self, target: int | None = None) -> int | None:
+        """The offset just after the first FINISHED_ROUND that ends at or after ``target``
+        (default: the middle of the data), walking from the start of the data (file
+        mode), so that the parts before and after decode independently and concatenate
+        in perf-decode's order; None when there is no such point. The metadata records
+        on the way are applied (the part after needs them)."""
         mm = self._mm
         if mm is None:
             return None
         hdr = self._hdr
         pos, end = self._data_start, self._data_end
-        middle = pos + (end - pos) // 2
+        middle = pos + (end - pos) // 2 if target is None else target
         released = pos
         while pos + 8 <= end:
             if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
@@ -76,13 +78,20 @@ class Split:
         finally:
             self.counts, self.on_error, self._fatal = saved
 
-    def stop_at_split(self) -> None:
-        """Make the next iteration end where :meth:`split_point` would cut, without
-        walking there first: after the first FINISHED_ROUND that ends in the second
-        half (nowhere when an AUXTRACE record comes first, as split_point gives up).
-        The first core decodes this way while the second finds the split itself."""
+    def stop_at_split(self, target: int | None = None) -> None:
+        """Make the next iteration end where :meth:`split_point` (same ``target``) would
+        cut, without walking there first: after the first FINISHED_ROUND that ends at or
+        after ``target`` (nowhere when an AUXTRACE or compressed record comes first, as
+        split_point gives up). One process decodes a part this way while the next one
+        finds the split itself."""
         start, end = self._data_start, self._data_end
-        self._stop_middle = start + (end - start) // 2
+        self._stop_middle = start + (end - start) // 2 if target is None else target
+
+    def split_targets(self, parts: int) -> list[int]:
+        """Where ``parts`` equal parts of the data would start (after the first): the
+        targets of :meth:`split_point` for ``parts`` processes."""
+        start, end = self._data_start, self._data_end
+        return [start + (end - start) * k // parts for k in range(1, parts)]
 
     @property
     def data_range(self) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""Two-process decoding gives byte-identical output to one process."""
+"""Decoding with N processes (a file split at FINISHED_ROUND points, or several files
+side by side) gives byte-identical output, warnings and errors to one process."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ehtool.decode.filters import Selection
-from ehtool.decode.pipeline import _PARALLEL_MIN_BYTES, DecodeOptions, decode_to
+from ehtool.decode.parallel import PARALLEL_MIN_BYTES
+from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.perfdata import PerfDataFile
 from ehtool.perfdata.writer import replay_samples
 from golden import golden_path
@@ -20,7 +22,7 @@ def big(tmp_path_factory) -> str:
     replay_samples(golden_path("linuxtracepoints/perf.data"), path, 80_000, round_every=1000)
     with PerfDataFile.open(str(path)) as f:
         start, end = f.data_range
-        assert end - start > _PARALLEL_MIN_BYTES and f.split_point() is not None
+        assert end - start > PARALLEL_MIN_BYTES and f.split_point() is not None
     return str(path)
 
 
@@ -111,7 +113,7 @@ def test_no_round_boundary_in_the_second_half(tmp_path):
     replay_samples(golden_path("linuxtracepoints/perf.data"), path, 80_000, round_every=10**9)
     with PerfDataFile.open(path) as f:
         start, end = f.data_range
-        assert end - start > _PARALLEL_MIN_BYTES and f.split_point() is None
+        assert end - start > PARALLEL_MIN_BYTES and f.split_point() is None
     one = run(path, jobs=1)
     assert one.count(b'"n":') == 80_000 and run(path, jobs=2) == one
 
@@ -144,7 +146,8 @@ def test_mutated_files_decode_as_with_one_process(mid, tmp_path, monkeypatch, se
     (record headers, sample ids, EventHeader metadata and payloads), in both halves."""
     import random
 
-    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 16)
     rng = random.Random(seed)
     data = bytearray(Path(mid).read_bytes())
     offsets = _sample_offsets(mid)
@@ -157,9 +160,10 @@ def test_mutated_files_decode_as_with_one_process(mid, tmp_path, monkeypatch, se
     path = tmp_path / "m.data"
     path.write_bytes(bytes(data))
     one = _run_all(str(path), 1)
-    two = _run_all(str(path), 2)
-    assert two[0] == one[0]
-    assert two[1:] == one[1:]
+    for jobs in (2, 3, 5):  # cuts in the parts' middles and at their edges
+        many = _run_all(str(path), jobs)
+        assert many[0] == one[0], jobs
+        assert many[1:] == one[1:], jobs
     if one[1] or one[2]:
         _NOTICED.append(seed)
 
@@ -171,7 +175,8 @@ def test_the_mutations_were_noticed():
 
 def test_a_recoverable_problem_in_the_first_half_keeps_the_second(mid, tmp_path, monkeypatch):
     """The -j 2 default printed 39,999 of 79,999 events with one bad sample id early."""
-    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 16)
     data = bytearray(Path(mid).read_bytes())
     with PerfDataFile.open(mid) as f:
         first = next(iter(f.samples(order="file")))
@@ -211,3 +216,70 @@ def test_field_filters_decode_on_two_processes(big):
     one = run(big, jobs=1, selection=sel)
     assert 0 < one.count(b'"n":') < 80_000
     assert run(big, jobs=2, selection=Selection(expr="prev_pid > 100 || Field2 == 0x1")) == one
+
+
+# -- N processes -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("jobs", range(1, 9))
+def test_same_bytes_with_n_processes(big, jobs, monkeypatch):
+    """-j 1 .. -j 8 on this 2-core machine: the file cut into up to 8 parts."""
+    from ehtool.decode.parallel import parts_for
+
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 20)
+    with PerfDataFile.open(big) as f:
+        assert parts_for(f, DecodeOptions(jobs=jobs)) == jobs
+        points = [f.split_point(t) for t in f.split_targets(jobs)]
+    assert points == sorted(set(points)) and None not in points  # distinct cuts
+    one = run(big, jobs=1)
+    assert run(big, jobs=jobs) == one
+    assert run(big, jobs=jobs, jsonl=True, order="file") == run(big, jobs=1, jsonl=True,
+                                                                  order="file")
+
+
+def test_parts_without_a_round_boundary_add_nothing(tmp_path, monkeypatch):
+    """Rounds longer than a part: a worker whose target has no FINISHED_ROUND after it
+    adds nothing, and the one before reads on."""
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 20)
+    path = str(tmp_path / "long-rounds.data")
+    replay_samples(golden_path("linuxtracepoints/perf.data"), path, 80_000, round_every=30_000)
+    one = run(path, jobs=1)
+    assert one.count(b'"n":') == 80_000
+    for jobs in (3, 8):
+        assert run(path, jobs=jobs) == one
+
+
+def _run_files(paths: list[str], jobs: int, **kw) -> tuple[bytes, list[str], list[str]]:
+    out, warnings = io.BytesIO(), []
+    errors = decode_to(out, paths, DecodeOptions(jobs=jobs, warn=warnings.append, **kw))
+    return out.getvalue(), warnings, [str(e) for e in errors]
+
+
+def test_several_files_side_by_side(big, tmp_path):
+    """Files decoded concurrently come out in argument order with their own warnings
+    and errors, as one process gives them: a missing file, a corrupt one, a cut one."""
+    repo = Path(__file__).resolve().parents[2]
+    corrupt = tmp_path / "corrupt.data"
+    data = bytearray((repo / "examples" / "eventheader.data").read_bytes())
+    with PerfDataFile.open(str(repo / "examples" / "eventheader.data")) as f:
+        offsets = [s.offset for s in f.samples("file")]
+    data[offsets[1] + 8:offsets[1] + 16] = (0xBAD).to_bytes(8, "little")  # a bad sample id
+    corrupt.write_bytes(bytes(data))
+    cut = tmp_path / "cut.data"
+    cut.write_bytes((repo / "examples" / "sched.data").read_bytes()[:20_000])
+    paths = [str(repo / "examples" / "sched.data"), str(tmp_path / "missing.data"),
+             str(corrupt), big, str(cut), str(repo / "tests" / "data" / "sched-z.data")]
+    one = _run_files(paths, 1)
+    assert len(one[2]) == 3  # missing, corrupt, cut
+    for jobs in (2, 4, 8):
+        assert _run_files(paths, jobs) == one
+    assert _run_files(paths, 3, jsonl=True) == _run_files(paths, 1, jsonl=True)
+
+
+def test_several_files_with_a_filter_report_names_once(tmp_path):
+    """A --filter name found in any file is not reported missing."""
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "sched.data"), str(repo / "examples" / "eventheader.data")]
+    for jobs in (1, 2):
+        sel = Selection(expr="status == 200 || prev_pid == 0 || nosuch > 1")
+        _run_files(paths, jobs, selection=sel)
+        assert sel.unknown_names == ["nosuch"], jobs

@@ -64,12 +64,16 @@ def test_progress_reports_bytes_read_of_total(monkeypatch):
     calls: list[tuple[int, int]] = []
     out = io.BytesIO()
     assert decode_to(out, [str(path), str(path)],
-                     DecodeOptions(progress=lambda d, t: calls.append((d, t)))) == []
+                     DecodeOptions(jobs=1, progress=lambda d, t: calls.append((d, t)))) == []
     assert len(calls) > 4
     assert all(t == 2 * size for _, t in calls)
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[-1] == 2 * size
     assert size in done  # the first file's end
+    calls.clear()  # files decoded side by side: progress as each one is written
+    decode_to(io.BytesIO(), [str(path), str(path)],
+              DecodeOptions(jobs=2, progress=lambda d, t: calls.append((d, t))))
+    assert calls == [(size, 2 * size), (2 * size, 2 * size)]
 
 
 def test_progress_total_unknown_on_a_pipe():

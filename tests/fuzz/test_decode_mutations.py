@@ -26,7 +26,8 @@ def originals() -> list[bytes]:
 
 
 def test_mutated_recordings(originals, tmp_path, monkeypatch):
-    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 12)
     rng = random.Random(20261124)
     path = tmp_path / "m.data"
     for i in range(COUNT):
@@ -40,5 +41,6 @@ def test_mutated_recordings(originals, tmp_path, monkeypatch):
                                         .glob("*.data")))
 def test_inputs_the_fuzzer_found(name, monkeypatch):
     """Each file under tests/data/fuzz once broke a check (see tests/data/README.md)."""
-    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 12)
     assert check_input(str(REPO / "tests" / "data" / "fuzz" / name)) is None

@@ -103,7 +103,8 @@ def test_info_reports_compression():
 
 def test_compressed_files_decode_on_one_process(monkeypatch):
     """The zstd stream starts at the first compressed record: no split point after it."""
-    monkeypatch.setattr("ehtool.decode.pipeline._PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1)
     with PerfDataFile.open(str(DATA / "sched-z.data")) as f:
         assert f.split_point() is None
     outs = []

@@ -1,0 +1,64 @@
+"""The formatted events of an open perf.data file, a list at a time: filters first,
+then the kept samples formatted together (the C loop's fast path)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+
+from ehtool.decode.options import DecodeOptions
+
+if TYPE_CHECKING:
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.render.events import SampleFormatter
+
+
+class Spliced(NamedTuple):
+    """Events another process formatted and framed into ``file`` (at its start)."""
+
+    file: BinaryIO
+    count: int
+
+
+def format_batches(f: PerfDataFile, fmt: SampleFormatter,
+                   options: DecodeOptions) -> Iterator[list[bytes]]:
+    """The formatted (and filtered) events of an open perf.data file, a list at a time."""
+    selection = options.selection
+    prefilter = (selection.prefilter if selection is not None and selection.needs_prefilter()
+                 else None)
+    select = selection.select if selection is not None and selection.needs_event() else None
+    if prefilter is None and select is None and not options.nonsample:
+        format_many = fmt.format_many
+        for batch in f.batches(options.order, nonsample=False):
+            yield format_many(batch)
+        return
+    format_many = fmt.format_many
+    format_record = fmt.format_record
+    for batch in f.batches(options.order, nonsample=options.nonsample):
+        # filter first (no formatting for events not printed), then format the rest
+        # together: the C loop's fast path, and rel/delta times see only printed events
+        kept = []
+        for sample in batch:
+            if prefilter is not None and not prefilter(sample):
+                continue
+            if select is not None and not select(sample):
+                continue
+            kept.append(sample)
+        if not options.nonsample:
+            yield format_many(kept)
+            continue
+        out: list[bytes] = []
+        run: list = []
+        for sample in kept:
+            if sample.is_sample:
+                run.append(sample)
+                continue
+            if run:
+                out += format_many(run)
+                run = []
+            event = format_record(sample)
+            if event is not None:
+                out.append(event)
+        if run:
+            out += format_many(run)
+        yield out

@@ -1,0 +1,294 @@
+"""Decoding with several processes, with the output of one (``-j N``).
+
+A big file-mode input is split into N parts at FINISHED_ROUND records (perf-decode
+sorts by time only within a round, so the parts' outputs concatenate in its order).
+The processes form a chain: each one forks the next, which walks the record headers
+to its own split point (applying the metadata records on the way, so it knows what
+the records before its part said), forks the next in turn, and formats its part into
+a temporary file framed to follow the previous part. The first part is formatted by
+the calling process, the others are spliced in after it, in order.
+
+Several inputs are decoded side by side instead, one process each (at most N at a
+time), and spliced in argument order.
+
+Whatever the split, the result is one process's: each part's warnings follow the
+previous part's, recoverable problems are reported together after the last record,
+a fatal input error in a part (where one process would stop reading) drops the parts
+after it, and a signal that ends a worker ends the decode the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import json
+import os
+import signal
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from ehtool.decode.formatting import Spliced, format_batches
+from ehtool.decode.options import DecodeOptions
+from ehtool.errors import EhtoolError, InputError, SignalExit
+
+if TYPE_CHECKING:
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.render.events import SampleFormatter
+
+#: data sections smaller than this are decoded by one process
+PARALLEL_MIN_BYTES = 8 << 20
+#: each part of a split file is at least this big
+PART_MIN_BYTES = 4 << 20
+
+
+@dataclass
+class WorkerReport:
+    """What a worker process tells the calling one (as JSON, through a file)."""
+
+    #: False: the worker found no split point (it and every later part are empty)
+    started: bool = False
+    count: int = 0
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    #: a fatal input error in this part: the parts after it are dropped
+    fatal: str | None = None
+    signal: int = 0
+    internal: str | None = None
+    selection: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, f: IO[bytes], status: int | None = None) -> WorkerReport:
+        f.seek(0)
+        try:
+            return cls(**json.loads(f.read()))
+        except (ValueError, TypeError):
+            raise EhtoolError(f"a decoding worker died (wait status {status})") from None
+
+    def write(self, f: IO[bytes]) -> None:
+        f.write(json.dumps(dataclasses.asdict(self)).encode())
+        f.flush()
+
+
+def parts_for(f: PerfDataFile, options: DecodeOptions) -> int:
+    """How many processes decode the open input ``f`` (1: no split)."""
+    selection = options.selection
+    if (options.jobs < 2 or f.pipe_mode or "comm" in options.meta
+            or (selection is not None and not selection.parallel_safe)
+            or options.time in ("rel", "delta")):  # each time depends on the one before
+        return 1
+    start, end = f.data_range
+    if end - start < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(options.jobs, (end - start) // PART_MIN_BYTES))
+
+
+def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, writer: Any,
+                  problems: list[InputError], parts: int) -> Iterator[list[bytes] | Spliced]:
+    """The formatted events of ``f`` decoded by ``parts`` processes: this one's part as
+    batches, then each worker's part as a :class:`Spliced` file (``writer`` frames it)."""
+    targets = f.split_targets(parts)
+    with contextlib.ExitStack() as stack:
+        outs = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
+        reports = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
+        pid = os.fork()
+        if pid == 0:  # never returns
+            _worker(f, fmt, options, writer, outs, reports, targets, 1)
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # (the worker does the same): the chain is one group
+        status = None
+        try:
+            f.stop_at_split(targets[0])
+            yield from format_batches(f, fmt, options)
+        except BaseException:  # a fatal input error, a signal: the other parts are not wanted
+            _kill_group(pid)
+            raise
+        finally:
+            status = os.waitpid(pid, 0)[1]
+        for out, report_file in zip(outs, reports, strict=True):
+            report = WorkerReport.read(report_file, status)
+            if report.signal:
+                raise SignalExit(report.signal)
+            if report.internal:
+                raise EhtoolError(report.internal)
+            if not report.started:
+                break
+            out.seek(0)
+            yield Spliced(out, report.count)
+            _replay(report, options, problems)
+            if report.fatal:
+                raise InputError(report.fatal)
+
+
+def _replay(report: WorkerReport, options: DecodeOptions, problems: list[InputError]) -> None:
+    """A worker's warnings, found names and problems, in the calling process."""
+    if options.selection is not None:
+        options.selection.absorb(report.selection)
+    if options.warn is not None:
+        for message in report.warnings:
+            options.warn(message)
+    problems += [InputError(message) for message in report.problems]
+
+
+def _kill_group(pid: int) -> None:
+    """Kill the chain of workers (they may have exited: waitpid reaps the first)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, writer: Any,
+            outs: list[BinaryIO], reports: list[BinaryIO], targets: list[int],
+            index: int) -> None:
+    """Worker ``index`` of the chain: find the split point of ``targets[index - 1]``, fork
+    the next worker, format the part into ``outs[index - 1]``, report, wait for the
+    next worker, exit without returning."""
+    if index == 1:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+    report = WorkerReport()
+    f.on_error = lambda err: report.problems.append(str(err))
+    fmt.warn = report.warnings.append  # no handler exists yet: this is the one they take
+    child = 0
+    try:
+        gc.freeze()  # the objects inherited: never collected here
+        split = f.split_point(targets[index - 1])
+        if split is not None:
+            report.started = True
+            f.restrict(split, f.data_range[1])
+            if index < len(targets):
+                child = os.fork()
+                if child == 0:
+                    _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
+                f.stop_at_split(targets[index])
+            with open(os.dup(outs[index - 1].fileno()), "wb", buffering=1 << 20) as sink:
+                sub = writer.continuation(sink)
+                try:
+                    for batch in format_batches(f, fmt, options):
+                        sub.events(batch)
+                        report.count += len(batch)
+                except EhtoolError as exc:
+                    report.fatal = str(exc)
+            if options.selection is not None:
+                report.selection = options.selection.report()
+    except KeyboardInterrupt:
+        report.signal = 2
+    except SystemExit as exc:  # SignalExit: a terminating signal reached this process
+        report.signal = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
+    except BaseException as exc:  # reported by the caller, which owns stderr's story
+        report.internal = f"internal error in a decoding worker: {exc!r}"
+    finally:
+        report.write(reports[index - 1])
+        if child:
+            if report.fatal or report.signal or report.internal:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)  # its part would be dropped
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child, 0)
+        os._exit(0)
+
+
+# -- several inputs side by side ------------------------------------------------------
+
+@dataclass
+class FileResult:
+    """One input decoded by a worker: its events framed in ``out`` and what to report."""
+
+    out: BinaryIO
+    report: WorkerReport
+    #: the input's error (a fatal one, or its recoverable problems together)
+    error: str | None = None
+
+
+def concurrent_files(paths: list[str], options: DecodeOptions, writer: Any,
+                     decode_one: Callable[[str, DecodeOptions, Any], Iterator[Any]],
+                     ) -> Iterator[tuple[str, FileResult]]:
+    """Decode ``paths`` with up to ``options.jobs`` processes at a time, one per input,
+    and yield each input's result in argument order. ``decode_one(path, options,
+    writer)`` gives an input's batches (one process: its options say jobs=1)."""
+    import time
+
+    pending = list(paths)
+    running: list[_Running] = []  # in argument order
+    try:
+        while pending or running:
+            while pending and len([r for r in running if r.status is None]) < options.jobs:
+                path = pending.pop(0)
+                out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
+                report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
+                pid = os.fork()
+                if pid == 0:  # never returns
+                    _file_worker(path, options, writer, decode_one, out, report_file)
+                running.append(_Running(path, pid, out, report_file))
+            for r in running:  # reap what ended, so that its slot takes the next input
+                if r.status is None:
+                    done, status = os.waitpid(r.pid, os.WNOHANG)
+                    if done:
+                        r.status = status
+            head = running[0]
+            if head.status is None:
+                time.sleep(0.005)
+                continue
+            running.pop(0)
+            report = WorkerReport.read(head.report_file, head.status)
+            head.report_file.close()
+            if report.signal:
+                raise SignalExit(report.signal)
+            if report.internal:
+                raise EhtoolError(report.internal)
+            head.out.seek(0)
+            yield head.path, FileResult(head.out, report, report.fatal)
+            head.out.close()
+    finally:
+        for r in running:
+            if r.status is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(r.pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(r.pid, 0)
+            r.out.close()
+            r.report_file.close()
+
+
+@dataclass
+class _Running:
+    """A file worker: its input, process, output and report files, wait status."""
+
+    path: str
+    pid: int
+    out: BinaryIO
+    report_file: BinaryIO
+    status: int | None = None
+
+
+def _file_worker(path: str, options: DecodeOptions, writer: Any,
+                 decode_one: Callable[[str, DecodeOptions, Any], Iterator[Any]],
+                 out: BinaryIO, report_file: BinaryIO) -> None:
+    """Decode one input into ``out`` (framed to follow nothing), report, exit."""
+    report = WorkerReport(started=True)
+    try:
+        gc.freeze()
+        one = dataclasses.replace(options, jobs=1, progress=None,
+                                  warn=report.warnings.append)
+        with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
+            sub = writer.continuation(sink)
+            try:
+                for batch in decode_one(path, one, sub):
+                    sub.events(batch)
+                    report.count += len(batch)
+            except EhtoolError as exc:
+                report.fatal = str(exc)
+        if options.selection is not None:
+            report.selection = options.selection.report()
+    except KeyboardInterrupt:
+        report.signal = 2
+    except SystemExit as exc:
+        report.signal = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
+    except BaseException as exc:
+        report.internal = f"internal error in a decoding worker: {exc!r}"
+    finally:
+        report.write(report_file)
+        os._exit(0)
