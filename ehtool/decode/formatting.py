@@ -20,6 +20,10 @@ class Spliced(NamedTuple):
     count: int
 
 
+#: what the pipeline writes: formatted events, or another process's framed ones
+Batch = list[bytes] | Spliced
+
+
 def format_batches(f: PerfDataFile, fmt: SampleFormatter,
                    options: DecodeOptions) -> Iterator[list[bytes]]:
     """The formatted (and filtered) events of an open perf.data file, a list at a time."""

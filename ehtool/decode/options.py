@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ehtool.render.meta_keys import META_DEFAULT
 from ehtool.render.style import SPACED, JsonStyle
+
+if TYPE_CHECKING:
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.records import Record, Sample
 
 
 def available_cpus() -> int:
@@ -28,7 +32,7 @@ class EventSelection(Protocol):
     def parallel_safe(self) -> bool:
         """False when selecting an event needs the records before it."""
 
-    def bind(self, perf_file: Any) -> None:
+    def bind(self, perf_file: PerfDataFile) -> None:
         """Called with each opened PerfDataFile before its records are read."""
 
     def needs_prefilter(self) -> bool:
@@ -37,10 +41,10 @@ class EventSelection(Protocol):
     def needs_event(self) -> bool:
         """True when :meth:`select` must run (checks beyond :meth:`prefilter`)."""
 
-    def prefilter(self, sample: Any) -> bool:
+    def prefilter(self, sample: Sample | Record) -> bool:
         """Cheap checks on the sample's own values (pid, cpu, time...)."""
 
-    def select(self, sample: Any) -> bool:
+    def select(self, sample: Sample | Record) -> bool:
         """Checks on the typed event (provider, level, fields...)."""
 
     def report(self) -> list[str]:

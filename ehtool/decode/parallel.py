@@ -28,14 +28,15 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
-from ehtool.decode.formatting import Spliced, format_batches
+from ehtool.decode.formatting import Batch, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import EhtoolError, InputError, SignalExit
 
 if TYPE_CHECKING:
     from ehtool.perfdata import PerfDataFile
+    from ehtool.render.document import EventsWriter
     from ehtool.render.events import SampleFormatter
 
 #: data sections smaller than this are decoded by one process
@@ -85,8 +86,9 @@ def parts_for(f: PerfDataFile, options: DecodeOptions) -> int:
     return max(1, min(options.jobs, (end - start) // PART_MIN_BYTES))
 
 
-def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, writer: Any,
-                  problems: list[InputError], parts: int) -> Iterator[list[bytes] | Spliced]:
+def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
+                  writer: EventsWriter, problems: list[InputError],
+                  parts: int) -> Iterator[Batch]:
     """The formatted events of ``f`` decoded by ``parts`` processes: this one's part as
     batches, then each worker's part as a :class:`Spliced` file (``writer`` frames it)."""
     targets = f.split_targets(parts)
@@ -140,7 +142,7 @@ def _kill_group(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, writer: Any,
+def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, writer: EventsWriter,
             outs: list[BinaryIO], reports: list[BinaryIO], targets: list[int],
             index: int) -> None:
     """Worker ``index`` of the chain: find the split point of ``targets[index - 1]``, fork
@@ -203,8 +205,8 @@ class FileResult:
     error: str | None = None
 
 
-def concurrent_files(paths: list[str], options: DecodeOptions, writer: Any,
-                     decode_one: Callable[[str, DecodeOptions, Any], Iterator[Any]],
+def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWriter,
+                     decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
                      ) -> Iterator[tuple[str, FileResult]]:
     """Decode ``paths`` with up to ``options.jobs`` processes at a time, one per input,
     and yield each input's result in argument order. ``decode_one(path, options,
@@ -264,8 +266,8 @@ class _Running:
     status: int | None = None
 
 
-def _file_worker(path: str, options: DecodeOptions, writer: Any,
-                 decode_one: Callable[[str, DecodeOptions, Any], Iterator[Any]],
+def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
+                 decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
                  out: BinaryIO, report_file: BinaryIO) -> None:
     """Decode one input into ``out`` (framed to follow nothing), report, exit."""
     report = WorkerReport(started=True)

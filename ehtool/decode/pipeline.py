@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from ehtool.decode.formatting import Spliced, format_batches
+from ehtool.decode.formatting import Batch, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
-from ehtool.decode.parallel import concurrent_files, parts_for, split_batches
+from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
 from ehtool.errors import EhtoolError, InputError, combined
 
 if TYPE_CHECKING:
-    pass
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.render.document import EventsWriter
 
 __all__ = ["DecodeOptions", "EventSelection", "decode_to"]
 
@@ -87,11 +88,12 @@ def _side_by_side(inputs: list[str], options: DecodeOptions) -> bool:
             and (selection is None or selection.parallel_safe))
 
 
-def _one_process_batches(path: str, options: DecodeOptions, writer: Any) -> Iterator[Any]:
+def _one_process_batches(path: str, options: DecodeOptions,
+                         writer: EventsWriter) -> Iterator[Batch]:
     return _perf_batches(path, options, _Progress(None, []), writer)
 
 
-def _replay(report: Any, options: DecodeOptions) -> None:
+def _replay(report: WorkerReport, options: DecodeOptions) -> None:
     """A file worker's warnings and the filter names it found."""
     if options.selection is not None:
         options.selection.absorb(report.selection)
@@ -109,7 +111,7 @@ class _Progress:
         self.total = 0 if 0 in self.sizes else sum(self.sizes)
         self.done = 0
         #: the PerfDataFile being read (its ``position``), or None
-        self.reading: Any = None
+        self.reading: PerfDataFile | None = None
 
     def batch_done(self) -> None:
         if self.report is not None and self.reading is not None:
@@ -137,7 +139,7 @@ def _input_size(path: str) -> int:
 
 
 def _batches(path: str, options: DecodeOptions, progress: _Progress,
-             writer: Any) -> Iterator[list[bytes] | Spliced]:
+             writer: EventsWriter) -> Iterator[Batch]:
     """The formatted events of one input, a list at a time."""
     if options.input_format == "dat":
         return _dat_batches(path, options)
@@ -145,7 +147,7 @@ def _batches(path: str, options: DecodeOptions, progress: _Progress,
 
 
 def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
-                  writer: Any) -> Iterator[list[bytes] | Spliced]:
+                  writer: EventsWriter) -> Iterator[Batch]:
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
 

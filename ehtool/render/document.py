@@ -17,13 +17,32 @@ line instead, for ``jq -c`` and very large files.
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from ehtool.render.pretty import indent_json
 from ehtool.render.style import SPACED, JsonStyle
 from ehtool.values.text import utf8_json
 
 BOM = b"\xef\xbb\xbf"
+
+
+class EventsWriter(Protocol):
+    """What the decode pipeline writes through: :class:`DocumentWriter` or
+    :class:`JsonLinesWriter`."""
+
+    def begin_file(self, name: str) -> None: ...
+
+    def events(self, events: list[bytes]) -> None: ...
+
+    def continuation(self, out: BinaryIO) -> EventsWriter:
+        """A writer framing events as followers of this one's, into ``out``."""
+        ...
+
+    def splice(self, src: BinaryIO, count: int) -> None: ...
+
+    def end_file(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class DocumentWriter:
