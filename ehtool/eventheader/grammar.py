@@ -161,31 +161,88 @@ def parse_extensions(data: bytes, pos: int, little_endian: bool
             return metadata, activity, pos
 
 
-def parse_metadata(metadata: bytes, little_endian: bool) -> tuple[bytes, list[FieldDef]]:
-    """Parse the metadata extension into the event name and a tree of field definitions."""
+#: a field definition as read: (name, encoding, format or None, tag or None, count or None)
+RawFieldDef = tuple[bytes, int, "int | None", "int | None", "int | None"]
+_U16 = {True: struct.Struct("<H").unpack_from, False: struct.Struct(">H").unpack_from}
+
+
+def read_field_defs(metadata: bytes, little_endian: bool
+                    ) -> tuple[bytes, list[RawFieldDef]] | None:
+    """The ``metadata`` grammar read by hand, for speed (an event's metadata is parsed
+    once, but a trace can hold thousands of distinct ones): the event name and each
+    field definition's grammar values. None for anything the grammar would refuse
+    (:func:`grammar_field_defs` then says why); tests/eventheader check that both
+    read the same."""
+    end = len(metadata)
+    nul = metadata.find(0)
+    if nul < 0:
+        return None
+    name = metadata[:nul]
+    pos = nul + 1
+    u16 = _U16[little_endian]
+    out: list[RawFieldDef] = []
+    carray = ENCODING_CARRAY_FLAG
+    arrays = ENCODING_CARRAY_FLAG | ENCODING_VARRAY_FLAG
+    while pos < end:
+        nul = metadata.find(0, pos)
+        if nul < 0 or nul + 1 >= end:
+            return None
+        field_name = metadata[pos:nul]
+        enc = metadata[nul + 1]
+        pos = nul + 2
+        fmt = tag = count = None
+        if enc & ENCODING_CHAIN_FLAG:
+            if pos >= end:
+                return None
+            fmt = metadata[pos]
+            pos += 1
+            if fmt & FORMAT_CHAIN_FLAG:
+                if pos + 2 > end:
+                    return None
+                tag = u16(metadata, pos)[0]
+                pos += 2
+        if enc & arrays == carray:
+            if pos + 2 > end:
+                return None
+            count = u16(metadata, pos)[0]
+            pos += 2
+        out.append((field_name, enc, fmt, tag, count))
+    return name, out
+
+
+def grammar_field_defs(metadata: bytes, little_endian: bool
+                       ) -> tuple[bytes, list[RawFieldDef]]:
+    """:func:`read_field_defs` through the construct grammar (EventHeaderError says
+    what is wrong)."""
     try:
         parsed = grammar(little_endian)["metadata"].parse(metadata)
     except c.ConstructError as exc:
         raise EventHeaderError(f"bad metadata: {str(exc).splitlines()[0]}") from None
+    return bytes(parsed.name), [(bytes(f.name), f.encoding, f.format, f.tag, f.array_count)
+                                for f in parsed.fields]
+
+
+def parse_metadata(metadata: bytes, little_endian: bool) -> tuple[bytes, list[FieldDef]]:
+    """Parse the metadata extension into the event name and a tree of field definitions."""
+    read = read_field_defs(metadata, little_endian)
+    name, raw_defs = read if read is not None else grammar_field_defs(metadata, little_endian)
     flat = []
-    for raw in parsed.fields:
-        enc = raw.encoding
-        name = bytes(raw.name)
+    for field_name, enc, fmt, tag, count in raw_defs:
         if enc & ENCODING_CARRAY_FLAG and enc & ENCODING_VARRAY_FLAG:
-            raise EventHeaderError(f"field {name!r}: both array flags set")
-        array = (raw.array_count if enc & ENCODING_CARRAY_FLAG
+            raise EventHeaderError(f"field {field_name!r}: both array flags set")
+        array = (count if enc & ENCODING_CARRAY_FLAG
                  else 0 if enc & ENCODING_VARRAY_FLAG else None)
-        d = FieldDef(name, enc & ENCODING_VALUE_MASK, (raw.format or 0) & FORMAT_VALUE_MASK,
-                     raw.tag or 0, array)
+        d = FieldDef(field_name, enc & ENCODING_VALUE_MASK, (fmt or 0) & FORMAT_VALUE_MASK,
+                     tag or 0, array)
         if array == 0 and enc & ENCODING_CARRAY_FLAG:
-            d.array, d.error = None, f"field {name!r}: constant array of 0 elements"
+            d.array, d.error = None, f"field {field_name!r}: constant array of 0 elements"
         elif d.encoding == FieldEncoding.INVALID or d.encoding >= FieldEncoding.MAX:
-            d.error = f"field {name!r}: unsupported encoding {d.encoding}"
+            d.error = f"field {field_name!r}: unsupported encoding {d.encoding}"
         elif d.encoding == FieldEncoding.STRUCT and d.format == 0 and array is None:
-            d.error = f"struct {name!r} with 0 members"
+            d.error = f"struct {field_name!r} with 0 members"
         flat.append(d)
     fields, used = _tree(flat, 0, len(flat))
-    return bytes(parsed.name), fields
+    return name, fields
 
 
 def _tree(flat: list[FieldDef], start: int, count: int) -> tuple[list[FieldDef], int]:

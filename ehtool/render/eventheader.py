@@ -21,6 +21,7 @@ only has to check that the metadata bytes are the ones it compiled
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -124,8 +125,10 @@ class EventHeaderDecoder:
     def __init__(self, style: JsonStyle) -> None:
         self.style = style
         self._names: dict[str, NameInfo | None] = {}
-        self._plans: dict[tuple[bool, bytes], Plan | EventHeaderError] = {}
-        self._infos: dict[tuple, EventInfo] = {}
+        #: LRU caches: (byte order, metadata) -> its plan (or why it fails every event);
+        #: (tracepoint, header, plan) -> the event's name and meta pieces
+        self._plans: OrderedDict[tuple[bool, bytes], Plan | EventHeaderError] = OrderedDict()
+        self._infos: OrderedDict[tuple, EventInfo] = OrderedDict()
         #: the fast path's cache (see FastCache); the C formatting loop reads it
         self.fast_cache: FastCache = {}
         s = style
@@ -199,26 +202,27 @@ class EventHeaderDecoder:
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= PLAN_CACHE_MAX:
-                self._plans.clear()
-                self._infos.clear()
-                self.fast_cache.clear()
+                self._plans.popitem(last=False)  # the least recently used
             try:
                 plan = compile_plan(metadata, little, self.style)
             except EventHeaderError as exc:
                 plan = exc
             self._plans[key] = plan
+        else:
+            self._plans.move_to_end(key)
         if isinstance(plan, EventHeaderError):
             raise EventHeaderError(str(plan))
         return plan
 
     def _info(self, tracepoint: str, name: NameInfo, header: tuple[int, ...],
               plan: Plan) -> EventInfo:
-        key = (tracepoint, header, id(plan))
+        key = (tracepoint, header, plan)  # (the plan itself: its id could be reused)
         info = self._infos.get(key)
-        if info is None:
-            if len(self._infos) >= 4 * PLAN_CACHE_MAX:
-                self._infos.clear()
-                self.fast_cache.clear()
+        if info is not None:
+            self._infos.move_to_end(key)
+        else:
+            if len(self._infos) >= PLAN_CACHE_MAX:
+                self._infos.popitem(last=False)
             flags, version, ident, tag, opcode, level = header
             info = self._infos[key] = EventInfo(
                 tracepoint, name.provider, name.options, name.keyword, header, plan,

@@ -89,15 +89,19 @@ def _unpacker(cache: dict[int, Callable], prefix: str, n: int) -> Callable:
 # -- the plan ---------------------------------------------------------------------
 
 class Plan:
-    """A compiled metadata: event name, field tree and the generated renderer."""
+    """A compiled metadata: event name, field tree and its renderer.
+
+    With the C speedups the renderer is the C op interpreter (built in microseconds);
+    the generated Python renderer, which it hands what it cannot finish, is compiled
+    only when first needed, so a metadata seen once costs little (a trace can carry
+    thousands of distinct ones)."""
 
     __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render",
-                 "py_render", "source")
+                 "py_render")
 
     def __init__(self, event_name: bytes, event_name_json: bytes, attributes: bytes,
                  fields: list[FieldDef], render: Callable[[bytes, int, int], bytes],
-                 source: str, py_render: Callable[[bytes, int, int], bytes] | None = None,
-                 ) -> None:
+                 py_render: Callable[[bytes, int, int], bytes]) -> None:
         #: the metadata event name up to its first ``;`` (bytes as stored)
         self.event_name = event_name
         #: its JSON string without the opening quote (``name"``)
@@ -106,28 +110,56 @@ class Plan:
         self.attributes = attributes
         self.fields = fields
         self.render = render
-        self.source = source
         #: the generated Python renderer (``render`` is the C one when built)
-        self.py_render = py_render or render
+        self.py_render = py_render
+
+    @property
+    def source(self) -> str:
+        """The generated Python renderer's source."""
+        render = self.py_render
+        return render.source if isinstance(render, PythonRender) else ""
+
+
+class PythonRender:
+    """The generated Python renderer of a field tree, compiled on its first call."""
+
+    __slots__ = ("fields", "little", "style", "label", "_render", "source")
+
+    def __init__(self, fields: list[FieldDef], little: bool, style: JsonStyle,
+                 label: bytes) -> None:
+        self.fields = fields
+        self.little = little
+        self.style = style
+        self.label = label
+        self._render: Callable[[bytes, int, int], bytes] | None = None
+        self.source = ""
+
+    def compiled(self) -> Callable[[bytes, int, int], bytes]:
+        if self._render is None:
+            gen = _Generator(self.style, self.little)
+            self.source = gen.function(self.fields)
+            code = compile(self.source, f"<eventheader plan {self.label[:40]!r}>", "exec")
+            namespace = dict(gen.ns)
+            exec(code, namespace)
+            self._render = namespace["render"]
+        return self._render
+
+    def __call__(self, data: bytes, p: int, o: int) -> bytes:
+        return (self._render or self.compiled())(data, p, o)
 
 
 def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
-    """Parse ``metadata`` with the grammar and generate its renderer.
+    """Parse ``metadata`` and make its renderer (see :class:`Plan`).
 
     Raises EventHeaderError for metadata that fails every event (malformed
     definitions); limits that fail every event give a renderer that raises.
     """
     name, defs = parse_metadata(metadata, little)
     event_name, _, attributes = name.partition(b";")
-    gen = _Generator(style, little)
-    source = gen.function(defs)
-    code = compile(source, f"<eventheader plan {event_name[:40]!r}>", "exec")
-    namespace = dict(gen.ns)
-    exec(code, namespace)
-    render = namespace["render"]
-    fast = native_render(defs, little, style, render)
+    python = PythonRender(defs, little, style, event_name)
+    fast = native_render(defs, little, style, python)
     return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
-                defs, fast or render, source, py_render=render)
+                defs, fast or python.compiled(), python)
 
 
 class _Part:
