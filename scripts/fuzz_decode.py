@@ -47,6 +47,8 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(f"{done} inputs, {problems} problems, {time.monotonic() - started:.0f} s, "
           f"peak RSS {rss} MB (this process; forked workers are separate)")
+    if problems:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,19 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
+#: what any input may cost (the checking process and its decode workers)
+RSS_LIMIT_MB = 80
+
+
+def _peak_rss_mb() -> int:
+    """The highest resident set of this process and of any worker it waited for, so far
+    (so a check after every input holds for every input)."""
+    import resource
+
+    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) // 1024
+
+
 def _decode(path: str, **kw) -> tuple[bytes, list[str], list[str]]:
     out, warnings = io.BytesIO(), []
     errors = decode_to(out, [path], DecodeOptions(warn=warnings.append, **kw))
@@ -65,6 +78,9 @@ def check_input(path: str) -> str | None:
             except Exception as exc:  # an internal error: the bug this looks for
                 return f"internal error {type(exc).__name__}: {exc}"
     os.environ.pop("EHTOOL_PURE", None)
+    peak = _peak_rss_mb()
+    if peak > RSS_LIMIT_MB:
+        return f"peak RSS {peak} MB (limit {RSS_LIMIT_MB} MB)"
     first = runs["", 1]
     for key, run in runs.items():
         if run != first:
