@@ -1478,6 +1478,66 @@ static PyTypeObject FormatterType = {
     .tp_methods = Formatter_methods,
 };
 
+/* -- hop: the record-header walk (ehtool.perfdata.split) ------------------------------ */
+
+/* hop(buf, pos, end, big_endian, stops) -> (pos, type, size): from ``pos``, step over
+ * records until one whose type is flagged in ``stops`` (a 256-byte table; types >= 256
+ * always stop), one with a size below 8 (returned as is), or the end (type -1). Mirrors
+ * ehtool.perfdata.split._hop; the header layout is the grammar's (u32 type, u16 misc,
+ * u16 size). */
+static PyObject *
+hop(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "hop(buf, pos, end, big_endian, stops)");
+        return NULL;
+    }
+    Py_buffer view, table;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[4], &table, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    int big = PyObject_IsTrue(args[3]);
+    PyObject *result = NULL;
+    if ((pos == -1 || end == -1 || big < 0) && PyErr_Occurred())
+        goto done;
+    if (table.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "stops must be 256 bytes");
+        goto done;
+    }
+    if (end > view.len)
+        end = view.len;
+    const unsigned char *b = view.buf, *stops = table.buf;
+    long long type = -1;
+    unsigned size = 0;
+    while (pos >= 0 && pos + 8 <= end) {
+        const unsigned char *h = b + pos;
+        uint32_t t = big ? (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3]
+                         : (uint32_t)h[3] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[1] << 8 | h[0];
+        unsigned sz = big ? (unsigned)h[6] << 8 | h[7] : (unsigned)h[7] << 8 | h[6];
+        if (sz < 8 || t >= 256 || stops[t]) {
+            type = t;
+            size = sz;
+            break;
+        }
+        pos += sz;
+    }
+    result = Py_BuildValue("(nLI)", pos, type, size);
+done:
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"hop", (PyCFunction)(void (*)(void))hop, METH_FASTCALL,
+     "hop(buf, pos, end, big_endian, stops) -> (pos, type, size) of the next stop"},
+    {NULL},
+};
+
 /* -- module ------------------------------------------------------------------------ */
 
 static struct PyModuleDef module = {
@@ -1485,6 +1545,7 @@ static struct PyModuleDef module = {
     .m_name = "ehtool._speedups",
     .m_doc = "C versions of ehtool's decode hot loops (optional).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC

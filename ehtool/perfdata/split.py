@@ -5,9 +5,11 @@ second process, which walks to the split point, and the first, which stops there
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ehtool.perfdata.grammar import RecordType
+from ehtool.speedups import load as load_speedups
 
 _R = RecordType
 #: bytes walked between two releases of the mapping
@@ -20,6 +22,27 @@ NO_SPLIT = frozenset((int(_R.AUXTRACE), int(_R.COMPRESSED), int(_R.COMPRESSED2))
 METADATA = frozenset(int(r) for r in (_R.HEADER_ATTR, _R.HEADER_TRACING_DATA, _R.ID_INDEX,
                                       _R.EVENT_UPDATE, _R.HEADER_FEATURE))
 _FINISHED_ROUND = int(_R.FINISHED_ROUND)
+
+
+#: record types the walk to a split point stops at (all others are stepped over)
+_STOPS = bytes(1 if t in METADATA or t in NO_SPLIT or t == _FINISHED_ROUND else 0
+               for t in range(256))
+
+
+def _hop(buf: Any, pos: int, end: int, big_endian: bool, stops: bytes) -> tuple[int, int, int]:
+    """From ``pos``, step over records until one whose type is in ``stops`` (a 256-byte
+    table; types >= 256 stop too) or whose size is below 8: ``(pos, type, size)``, or
+    ``(pos, -1, 0)`` at ``end``. ``_speedups.hop`` does the same in C."""
+    header = _HEADERS[big_endian]
+    while pos + 8 <= end:
+        rtype, _misc, size = header(buf, pos)
+        if size < 8 or rtype >= 256 or stops[rtype]:
+            return pos, rtype, size
+        pos += size
+    return pos, -1, 0
+
+
+_HEADERS = {False: struct.Struct("<IHH").unpack_from, True: struct.Struct(">IHH").unpack_from}
 
 
 def split_here(rtype: int, after: int, middle: int, end: int) -> bool | None:
@@ -42,7 +65,8 @@ class Split:
         mm = self._mm
         if mm is None:
             return None
-        hdr = self._hdr
+        speedups = load_speedups()
+        hop = speedups.hop if speedups is not None else _hop
         pos, end = self._data_start, self._data_end
         middle = pos + (end - pos) // 2 if target is None else target
         released = pos
@@ -50,10 +74,13 @@ class Split:
             if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
                 self._release(released, pos)
                 released = pos
-            rtype, _misc, size = hdr(mm, pos)
+            pos, rtype, size = hop(mm, pos, min(end, pos + _WINDOW * 8), self.big_endian,
+                                   _STOPS)
+            if rtype < 0:  # the end of this window
+                continue
             if size < 8:
                 return None
-            if rtype in METADATA:  # the second core needs what they say (ids, names...)
+            if rtype in METADATA:  # the next part needs what they say (ids, names...)
                 pos = self._apply_quietly(rtype, mm, pos, size, end)
                 if pos < 0:
                     return None
