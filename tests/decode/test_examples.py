@@ -143,7 +143,7 @@ def test_recording_fields_match_perf_script(path: Path):
         assert {name for *_, name, _ in got} == set(_TRACE)
 
 
-# -- perf 6.12 recordings ----------------------------------------------------------------
+# -- perf 6.12 recordings, and the EventHeader session in every form ---------------------
 
 @pytest.mark.parametrize("name", ["sched-612.data", "eh-612.data"])
 def test_perf_612_file_equals_perf_decode(name):
@@ -154,10 +154,15 @@ def test_perf_612_file_equals_perf_decode(name):
     assert done.stdout == (DATA / f"{name}.perf-decode.json").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["eh-612-pipe.data", "eh-612-z.data", "eh-612-zpipe.data"])
-def test_perf_612_eventheader_recordings_agree(name):
-    """The same session in pipe mode and compressed: the events of the file-mode one
-    (names, fields, levels; times and pids differ)."""
+@pytest.mark.parametrize(("name", "base"), [
+    ("eh-612-pipe.data", "eh-612.data"), ("eh-612-z.data", "eh-612.data"),
+    ("eh-612-zpipe.data", "eh-612.data"), ("eh-61-pipe.data", "../../examples/eventheader.data"),
+    ("eh-61-z.data", "../../examples/eventheader.data"),
+    ("eh-61-zpipe.data", "../../examples/eventheader.data")])
+def test_eventheader_recordings_agree(name, base):
+    """The same session (examples/record-eventheader.sh) in pipe mode and compressed, with
+    perf 6.1 and perf 6.12: the events of the file-mode one (names, fields, levels; times
+    and pids differ)."""
     def events(path: Path) -> list:
         done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
                                "--meta", "none,+level,+keyword,+opcode,+activity", str(path)],
@@ -169,6 +174,17 @@ def test_perf_612_eventheader_recordings_agree(name):
         return [[kv if kv[0] != "meta" else ("meta", [m for m in kv[1] if m[0] != "file"])
                  for kv in ev] for ev in evs]
 
-    want = strip_file(events(DATA / "eh-612.data"))
+    want = strip_file(events(DATA / base))
     assert len(want) == 3
     assert strip_file(events(DATA / name)) == want
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.data")))
+def test_info_on_every_fixture(name):
+    """ehtool info reads every recording (perf version, compression, counts)."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "info", "--json", name],
+                          capture_output=True, cwd=DATA, text=True)
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert sum(info["events"].values()) > 0
+    assert ("-z" in name) == (info["compression"] is not None)
