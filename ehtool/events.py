@@ -21,7 +21,7 @@ straight to text.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,20 +147,22 @@ class EventFile:
     """
 
     def __init__(self, path: str | os.PathLike, *, order: str = "time",
-                 on_error: Callable[[InputError], None] | None = None) -> None:
+                 on_error: Callable[[InputError], None] | None = None,
+                 fields: frozenset[str] | None = None) -> None:
         from ehtool.perfdata import PerfDataFile
 
         self.path = os.fspath(path)
         self.order = order
+        self.fields = fields
         self.perf = PerfDataFile.open(self.path, on_error=on_error)
         self.converter = SampleConverter(big_endian=self.perf.big_endian,
                                          comm_of=self.perf.session.comm,
                                          clock=self.perf.session.clock)
 
     def __iter__(self) -> Iterator[Event]:
-        convert = self.converter.convert
+        convert, fields = self.converter.convert, self.fields
         for sample in self.perf.samples(order=self.order):
-            yield convert(sample)
+            yield convert(sample, fields)
 
     def close(self) -> None:
         self.perf.close()
@@ -173,11 +175,14 @@ class EventFile:
 
 
 def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.open)
-         on_error: Callable[[InputError], None] | None = None) -> EventFile:
+         on_error: Callable[[InputError], None] | None = None,
+         fields: Iterable[str] | None = None) -> EventFile:
     """Open a perf.data file (file or pipe mode; ``"-"``: standard input) for typed events.
 
     ``order``: ``"time"`` (perf-decode's order) or ``"file"``. ``on_error`` receives
     recoverable problems (an unknown sample id...); without it the first is raised
-    at the end.
+    at the end. ``fields``: decode only the top-level fields of these names (``()``:
+    none, for the names and meta alone; every event is still checked whole); None: all.
     """
-    return EventFile(path, order=order, on_error=on_error)
+    return EventFile(path, order=order, on_error=on_error,
+                     fields=None if fields is None else frozenset(fields))

@@ -91,36 +91,69 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None
     full = schema()
     names = columns or full.names
     out_schema = pa.schema([full.field(n) for n in names])
-    rows: dict[str, list] = {n: [] for n in names}
+    # without the fields column no field is decoded (the events are still checked whole)
+    only = None if "fields" in names else ()
+    getters = [_COLUMNS[n] for n in names]
+    rows: list[list] = [[] for _ in names]
     count = 0
     for path in paths:
-        with open_events(path) as events:
+        with open_events(path, fields=only) as events:
             for ev in events:
-                meta = ev.meta
-                row = {
-                    "file": path, "time": ev.utc_ns, "session_time": ev.time,
-                    "cpu": meta.get("cpu"), "pid": _int32(meta.get("pid")),
-                    "tid": _int32(meta.get("tid")), "comm": meta.get("comm"),
-                    "provider": ev.provider, "event": ev.event,
-                    "level": meta.get("level"), "keyword": meta.get("keyword"),
-                    "opcode": meta.get("opcode"), "id": meta.get("id"),
-                    "version": meta.get("version"),
-                    "activity": _text(meta.get("activity")),
-                    "related_activity": _text(meta.get("related_activity")),
-                }
-                for n in names:
-                    rows[n].append(fields_json(ev.fields) if n == "fields" else row[n])
+                for column, get in zip(rows, getters, strict=True):
+                    column.append(get(path, ev))
                 count += 1
                 if count == BATCH_ROWS:
-                    yield pa.RecordBatch.from_pydict(rows, schema=out_schema)
-                    rows = {n: [] for n in names}
+                    yield _batch(pa, rows, out_schema)
+                    rows = [[] for _ in names]
                     count = 0
     if count:
-        yield pa.RecordBatch.from_pydict(rows, schema=out_schema)
+        yield _batch(pa, rows, out_schema)
+
+
+def _batch(pa: Any, columns: list[list], schema: Any) -> Any:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(columns, schema, strict=True)],
+        schema=schema)
+
+
+#: column name -> its value for (input path, typed event)
+_COLUMNS: dict[str, Any] = {
+    "file": lambda path, ev: path,
+    "time": lambda path, ev: ev.utc_ns,
+    "session_time": lambda path, ev: ev.time,
+    "cpu": lambda path, ev: ev.meta.get("cpu"),
+    "pid": lambda path, ev: _int32(ev.meta.get("pid")),
+    "tid": lambda path, ev: _int32(ev.meta.get("tid")),
+    "comm": lambda path, ev: ev.meta.get("comm"),
+    "provider": lambda path, ev: ev.provider,
+    "event": lambda path, ev: ev.event,
+    "level": lambda path, ev: ev.meta.get("level"),
+    "keyword": lambda path, ev: ev.meta.get("keyword"),
+    "opcode": lambda path, ev: ev.meta.get("opcode"),
+    "id": lambda path, ev: ev.meta.get("id"),
+    "version": lambda path, ev: ev.meta.get("version"),
+    "activity": lambda path, ev: _text(ev.meta.get("activity")),
+    "related_activity": lambda path, ev: _text(ev.meta.get("related_activity")),
+    "fields": lambda path, ev: fields_json(ev.fields),
+}
 
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def columns_for(sql: str) -> list[str] | None:
+    """The columns an SQL text may read from ``events`` (None: all of them, for ``*``),
+    so that a query decodes no more than it uses: without ``fields`` no field is
+    decoded. Words are matched anywhere (a string literal that names a column only
+    costs that column); ``count(*)`` needs no column, one is kept for the row count."""
+    import re
+
+    if re.search(r"(^|[\s,.])\*(?!\s*\))", sql):
+        return None
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    names = [n for n in schema().names if n in words]
+    return names or ["cpu"]
 
 
 def reader(paths: Iterable[str], columns: list[str] | None = None) -> Any:

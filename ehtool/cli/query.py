@@ -27,12 +27,12 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None) -> None:
       ehtool query "select fields->>'status' as status, count(*) from events
                     where event = 'Request' group by all" perf.data
     """
-    from ehtool.analysis.arrow import reader, require
+    from ehtool.analysis.arrow import columns_for, reader, require
     from ehtool.errors import UsageError
 
     duckdb = require("duckdb")
     con = duckdb.connect()
-    con.register("events", reader(list(inputs)))
+    con.register("events", reader(list(inputs), columns_for(sql)))
     try:
         result = con.sql(sql)
     except duckdb.Error as exc:
