@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import ehtool.decode.parallel as parallel  # noqa: E402
-from ehtool.decode.fuzzing import check_input, mutate, seeds  # noqa: E402
+from ehtool.decode.fuzzing import RSS_LIMIT_MB, check_input, mutate, seeds  # noqa: E402
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     while done < args.count and time.monotonic() - started < args.seconds:
         data = mutate(rng, rng.choice(originals))
         path.write_bytes(data)
-        problem = check_input(str(path))
+        problem = check_input(str(path), RSS_LIMIT_MB)
         done += 1
         if problem is not None:
             problems += 1

@@ -24,12 +24,19 @@ def importing(frame: Any) -> bool:
     return False
 
 
+#: True while :func:`main` runs the command (its handlers turn KeyboardInterrupt into 130)
+_running = False
+
+
 def interrupt(signum: int, frame: Any) -> None:
-    """SIGINT: KeyboardInterrupt, except while a module is being imported, where an
-    exception can crash the interpreter (it did inside orjson's initialisation) or print
-    a traceback: then exit 130 at once (nothing has been written yet)."""
+    """SIGINT: KeyboardInterrupt while the command runs; while a module is being
+    imported, where an exception can crash the interpreter (it did inside orjson's
+    initialisation), exit 130 at once (nothing has been written yet); anywhere else
+    (before or after the command) exit 130 without a traceback."""
     if importing(frame):
         os._exit(130)
+    if not _running:
+        raise SystemExit(130)
     raise KeyboardInterrupt
 
 
@@ -43,7 +50,9 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
         signal.signal(signal.SIGINT, interrupt)
     from ehtool.errors import EhtoolError
 
+    global _running
     args = sys.argv[1:] if argv is None else list(argv)
+    _running = True
     try:
         if fast and args[:1] == ["write"] and "_EHTOOL_COMPLETE" not in os.environ:
             from ehtool.cli.fast_write import run as run_fast
@@ -69,6 +78,8 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
         _error(f"ehtool: internal error: {type(exc).__name__}: {exc} "
                "(set EHTOOL_DEBUG=1 for the traceback)")
         sys.exit(1)
+    finally:
+        _running = False
     sys.exit(0)
 
 
