@@ -1,5 +1,6 @@
-"""Counting a recording: samples and lost events, one rule for every reader (a parsed
-record from :class:`PerfDataFile`, or the raw bytes of a pipe-mode stream going by)."""
+"""Counting a recording: samples and lost events, and how far a record extends, one rule
+for every reader (a parsed record from :class:`PerfDataFile`, or the raw bytes of a
+pipe-mode stream going by)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,22 @@ from ehtool.perfdata.grammar import RecordType, grammar_for
 
 _SAMPLE, _LOST, _LOST_SAMPLES = (int(RecordType.SAMPLE), int(RecordType.LOST),
                                  int(RecordType.LOST_SAMPLES))
+_TRACING_DATA, _AUXTRACE = int(RecordType.HEADER_TRACING_DATA), int(RecordType.AUXTRACE)
 _HEADER = 8
+
+
+def payload_size(rtype: int, buf: Any, pos: int, size: int,
+                 u32: Callable[[Any, int], tuple[int]],
+                 u64: Callable[[Any, int], tuple[int]]) -> int | None:
+    """Bytes that follow the record at ``pos`` beyond its header's size: the tracing data
+    after HEADER_TRACING_DATA (its u32 size; the record is 12 bytes in older perf, 16 with
+    a pad in perf 6.x), AUXTRACE's data (its u64 size); 0 for every other record; None
+    when the record is too short to hold the size."""
+    if rtype == _TRACING_DATA:
+        return u32(buf, pos + _HEADER)[0] if size >= 12 else None
+    if rtype == _AUXTRACE:
+        return u64(buf, pos + _HEADER)[0] if size >= 16 else None
+    return 0
 
 
 def _offset(rtype: int, name: str) -> int:

@@ -11,6 +11,7 @@ import construct as c
 
 from ehtool.errors import InputError
 from ehtool.perfdata.compression import compressed_data, zstd_decompressor
+from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType
 from ehtool.perfdata.hotpath import CorruptSample, make_run_scanner, make_trailer_reader
 from ehtool.perfdata.metadata import brief
@@ -138,11 +139,11 @@ class RecordWalk:
         elif rtype == _R.HEADER_TRACING_DATA:
             # perf 6.x writes header + u32 size + u32 pad (16 bytes), older perf header +
             # u32 size (12): the record size says which, the data's signature confirms it
-            if size not in (12, 16):
+            extra = payload_size(rtype, buf, pos, size, self._u32, self._u64)
+            if size not in (12, 16) or extra is None:
                 self._fatal = InputError(f"corrupt HEADER_TRACING_DATA record (size {size})",
                                          self.path, offset)
                 return -1
-            extra = self._u32(buf, pos + 8)[0]
             if extra > 0x80000000:
                 self._fatal = InputError(f"corrupt HEADER_TRACING_DATA size {extra}",
                                          self.path, offset)
@@ -163,11 +164,11 @@ class RecordWalk:
                 self._set_tracing_data(blob, base + nxt)
             nxt += extra
         elif rtype == _R.AUXTRACE:
-            if size < 16:
+            extra = payload_size(rtype, buf, pos, size, self._u32, self._u64)
+            if extra is None:
                 self._fatal = InputError(f"corrupt AUXTRACE record (size {size})",
                                          self.path, offset)
                 return -1
-            extra = self._u64(buf, pos + 8)[0]
             if extra & 7 or extra > 0x80000000:
                 self._fatal = InputError(f"corrupt AUXTRACE size {extra}", self.path, offset)
                 return -1

@@ -27,14 +27,12 @@ from typing import IO
 
 from ehtool.errors import InputError
 from ehtool.perfdata.compression import Decompressor, compressed_data, zstd_decompressor
+from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import RecordType
 from ehtool.record.perf import RecordingStats
 
 _MAGIC = {b"PERFILE2": "<", b"2ELIFREP": ">"}
 _PIPE_HEADER_SIZE = 16
-#: records followed by a payload their header size does not count (its size: u32, u64)
-_TRACING_DATA, _AUXTRACE = RecordType.HEADER_TRACING_DATA, RecordType.AUXTRACE
-_PAYLOAD = (_TRACING_DATA, _AUXTRACE)
 _COMPRESSED, _COMPRESSED2 = RecordType.COMPRESSED, RecordType.COMPRESSED2
 _READ = 1 << 20
 
@@ -117,8 +115,8 @@ class StreamCounter:
                 return self._stop(f"corrupt record at stream offset {offset}: size {size}")
             if pos + size > end:
                 break
-            if rtype in _PAYLOAD and size >= 12:  # (perf before 6.x: 12-byte TRACING_DATA)
-                extra = (self._u32 if rtype == _TRACING_DATA else u64)(buf, pos + 8)[0]
+            extra = payload_size(rtype, buf, pos, size, self._u32, u64)
+            if extra:  # tracing data or AUX data follows the record
                 nxt = pos + size + extra
                 if nxt > end:
                     self._skip = nxt - end
