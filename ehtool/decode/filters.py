@@ -360,6 +360,24 @@ def parse_when(text: str) -> tuple[str, int]:
     return "abs", ns
 
 
+def _eventheader_meta(info: Any, activity: bytes | None,
+                      related: bytes | None) -> dict[str, Any]:
+    """The meta keys of an EventHeader event as :func:`event_view` shows them, from the
+    JSON renderer's EventInfo (the typed event's meta, plain)."""
+    import uuid
+
+    meta: dict[str, Any] = {
+        "id": info.id, "version": info.version, "level": info.level,
+        "keyword": info.keyword, "opcode": info.opcode, "tag": info.tag,
+        "options": info.options, "flags": info.flags,
+        "provider": info.provider, "event": info.event_name}
+    if activity is not None:
+        meta["activity"] = str(uuid.UUID(bytes=activity))
+    if related is not None:
+        meta["related_activity"] = meta["relatedActivity"] = str(uuid.UUID(bytes=related))
+    return meta
+
+
 class _SampleView:
     """The view of an expression that names only sample meta (cpu, pid, tid, time, comm,
     also as meta.KEY): read from the sample itself, no dict built."""
@@ -469,6 +487,7 @@ class Selection:
                                     clock=perf_file.session.clock)
         self._convert, self._identify = converter.convert, converter.identify
         self._describe = converter.describe
+        self._eventheader: Any = None  # the JSON renderer's decoder, made when needed
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
@@ -556,15 +575,76 @@ class Selection:
         self._note(view)
         return self.expr(view)
 
+    def _eventheader_view_maker(self, tracepoint: str,
+                                offset: int) -> Callable[[Any], dict[str, Any]]:
+        """Views of an EventHeader tracepoint's samples. An event none of whose top-level
+        fields the expression names needs no typed decode: the JSON renderer's cache
+        (C speed; it also checks the whole event) gives its header and names, and the
+        view is built from them, as :func:`event_view` would build it. Any other event
+        (a named field, malformed, not EventHeader) goes through the typed event."""
+        from ehtool.render.eventheader import EventHeaderDecoder
+        from ehtool.render.style import COMPACT
+
+        keys, meta_keys = self._fields, self._meta_keys
+        convert = self._convert
+        if self._eventheader is None:
+            self._eventheader = EventHeaderDecoder(COMPACT)
+        decode = self._eventheader.decode_parts
+        named: dict[Any, bool] = {}  # plan -> whether it has a field the expression names
+        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys]
+        comm = "comm" in keys or "comm" in meta_keys
+
+        def typed(sample: Any) -> dict[str, Any]:
+            return event_view(convert(sample, keys), keys, meta_keys)
+
+        def make(sample: Any) -> dict[str, Any]:
+            try:
+                parts = decode(tracepoint, sample.raw, offset)
+            except ValueError:  # malformed: the typed event is the plain tracepoint
+                return typed(sample)
+            if parts is None:
+                return typed(sample)
+            info = parts[3]
+            has = named.get(info.plan)
+            if has is None:
+                if len(named) > 4096:
+                    named.clear()
+                has = named[info.plan] = any(
+                    d.name.decode("utf-8", "replace") in keys for d in info.plan.fields)
+            if has:
+                return typed(sample)
+            meta = _eventheader_meta(info, parts[4], parts[5])
+            for key in sample_keys:
+                value = getattr(sample, key)
+                if value is not None:
+                    meta[key] = value
+            if comm and sample.tid is not None:
+                thread = self._comm(sample)
+                if thread is not None:
+                    meta["comm"] = thread
+            view: dict[str, Any] = {}
+            if "n" in keys:
+                view["n"] = f"{info.provider}:{info.event_name}"
+            for key in keys:
+                if key not in view and key in meta:
+                    view[key] = meta[key]
+            if meta_keys:
+                view["meta"] = {k: meta[k] for k in meta_keys if k in meta}
+            return view
+
+        return make
+
     def _view_maker(self, desc: Any) -> Callable[[Any], dict[str, Any]]:
         """How to make the view of ``desc``'s samples: through the typed event, or, for
         a tracefs event, straight from the sample and the named fields' formats (the
         same view, without an Event)."""
         keys, meta_keys = self._fields, self._meta_keys
         name, provider, event, fmt, eh_offset = self._describe(desc)
-        if fmt is None or eh_offset is not None:
+        if fmt is None:
             convert = self._convert
             return lambda sample: event_view(convert(sample, keys), keys, meta_keys)
+        if eh_offset is not None:
+            return self._eventheader_view_maker(fmt.name, eh_offset)
         fields, seen = [], set()
         for f in fmt.fields:
             if f.name in keys and f.name not in seen:

@@ -175,17 +175,47 @@ EXPRESSIONS = ["prev_pid > 100", "level <= 3", "meta.level <= 3", "n ~ \"*Cpp*\"
                "meta.comm ~ \"k*\" && cpu == 1", "Field2 == 0x1", "pid == 2002",
                "time > 0 && meta.time > 0", "activity", "relatedActivity ~ \"*\"",
                "prev_comm ~ \"s*\" || next_prio >= 120", "keyword & 0x1", "opcode",
-               "a.b == 1", "meta.provider == \"TestProviderC\"", "raw"]
+               "a.b == 1", "meta.provider == \"TestProviderC\"", "raw",
+               "options", "flags & 0x1", "tag", "id || version", "meta.activity",
+               "meta.relatedActivity ~ \"*\"", "n == \"TestProviderC:Default\"",
+               "meta.keyword == 0x1 && event ~ \"*Value*\""]
 
 
-@pytest.mark.parametrize("path", ["golden", "examples/sched.data", "examples/eventheader.data"])
-def test_fast_views_answer_as_the_whole_view(path):
+@pytest.fixture(scope="module")
+def mutated_golden(tmp_path_factory) -> str:
+    """The reference recording with a byte changed in 200 EventHeader samples (some
+    become malformed, some change values, names or levels)."""
+    import random
+
+    from ehtool.perfdata import PerfDataFile
+
+    src = golden_path("linuxtracepoints/perf.data")
+    data = bytearray(src.read_bytes())
+    with PerfDataFile.open(str(src)) as f:
+        spots = [(s.offset, len(s.raw), s.desc.format.eventheader_offset)
+                 for s in f.samples("file")
+                 if getattr(s.desc.format, "eventheader_offset", None) is not None]
+    rng = random.Random(7)
+    for offset, raw_len, eh_offset in rng.sample(spots, 200):
+        end = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
+        at = rng.randrange(end - raw_len + eh_offset, end)  # in the EventHeader event
+        data[at] = rng.randrange(256)
+    path = tmp_path_factory.mktemp("mut") / "mutated.data"
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("path", ["golden", "mutated", "examples/sched.data",
+                                  "examples/eventheader.data"])
+def test_fast_views_answer_as_the_whole_view(path, request):
     from ehtool.decode.filters import Selection, event_view
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
 
     if path == "golden":
         path = str(golden_path("linuxtracepoints/perf.data"))
+    elif path == "mutated":
+        path = request.getfixturevalue("mutated_golden")
     else:
         path = str(Path(__file__).resolve().parents[2] / path)
     for text in EXPRESSIONS:
