@@ -488,6 +488,7 @@ class Selection:
         self._convert, self._identify = converter.convert, converter.identify
         self._describe = converter.describe
         self._eventheader: Any = None  # the JSON renderer's decoder, made when needed
+        self._identities: dict[Any, tuple[str, int] | None] = {}
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
@@ -550,7 +551,7 @@ class Selection:
             return True
         if self._view_only:  # only the expression: one typed decode answers everything
             return self._test(sample)
-        provider, event, level, keyword = self._identify(sample)
+        provider, event, level, keyword = self._identity(sample)
         if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
             return False
@@ -574,6 +575,32 @@ class Selection:
         view = make(sample)
         self._note(view)
         return self.expr(view)
+
+    def _identity(self, sample: Any) -> tuple[str, str, int | None, int | None]:
+        """``(provider, event, level, keyword)`` as the typed layer's ``identify`` says,
+        through the JSON renderer's C cache for EventHeader events it can render (the
+        typed identify for the others: not EventHeader, malformed)."""
+        desc = sample.desc
+        tracepoint = self._identities.get(desc, False)
+        if tracepoint is False:
+            fmt = self._describe(desc)[3]
+            offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
+            tracepoint = self._identities[desc] = None if offset is None else (fmt.name,
+                                                                               offset)
+        if tracepoint is not None:
+            if self._eventheader is None:
+                from ehtool.render.eventheader import EventHeaderDecoder
+                from ehtool.render.style import COMPACT
+
+                self._eventheader = EventHeaderDecoder(COMPACT)
+            try:
+                parts = self._eventheader.decode_parts(tracepoint[0], sample.raw, tracepoint[1])
+            except ValueError:
+                parts = None
+            if parts is not None:
+                info = parts[3]
+                return info.provider, info.event_name, info.level, info.keyword
+        return self._identify(sample)
 
     def _eventheader_view_maker(self, tracepoint: str,
                                 offset: int) -> Callable[[Any], dict[str, Any]]:

@@ -233,3 +233,24 @@ def test_fast_views_answer_as_the_whole_view(path, request):
                         (text, sample.offset)
                     checked += 1
         assert checked > 2
+
+
+@pytest.mark.parametrize("path", ["golden", "mutated", "examples/eventheader.data"])
+def test_fast_identity_is_the_typed_one(path, request):
+    """--provider/--event/--level/--keyword read an EventHeader event's identity from the
+    JSON renderer's cache: the same as the typed layer's identify, malformed events too."""
+    from ehtool.decode.filters import Selection
+    from ehtool.perfdata import PerfDataFile
+
+    if path == "golden":
+        path = str(golden_path("linuxtracepoints/perf.data"))
+    elif path == "mutated":
+        path = request.getfixturevalue("mutated_golden")
+    else:
+        path = str(Path(__file__).resolve().parents[2] / path)
+    sel = Selection(providers=("*",))
+    with PerfDataFile.open(path, on_error=lambda err: None) as f:
+        sel.bind(f)
+        samples = [s for batch in f.batches("file", nonsample=False) for s in batch]
+        assert [sel._identity(s) for s in samples] == [sel._identify(s) for s in samples]
+    assert any(level is not None for *_, level, _ in map(sel._identify, samples))
