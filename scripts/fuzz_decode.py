@@ -1,9 +1,9 @@
 """Run the decode fuzz check (tests/fuzz) offline for many inputs.
 
-    python3 scripts/fuzz_decode.py 100000 [--seed S] [--seconds T]
+    python3 scripts/fuzz_decode.py 100000 [--seed S] [--seconds T] [--work DIR]
 
-Prints the inputs checked, the problems found (each saved under /tmp/ehtool-fuzz/) and the
-peak RSS. Stops at N inputs or after T seconds.
+Prints the inputs checked, the problems found (each saved under DIR, default
+/tmp/ehtool-fuzz/) and the peak RSS. Stops at N inputs or after T seconds.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=float("inf"))
+    parser.add_argument("--work", default="/tmp/ehtool-fuzz",
+                        help="where the current input and the problem inputs are written")
     args = parser.parse_args()
     parallel.PARALLEL_MIN_BYTES = parallel.PART_MIN_BYTES = 1 << 12  # small inputs split too
     originals = seeds(REPO)
     rng = random.Random(args.seed)
-    work = Path("/tmp/ehtool-fuzz")
-    work.mkdir(exist_ok=True)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
     path = work / "input.data"
     started, problems, done = time.monotonic(), 0, 0
     while done < args.count and time.monotonic() - started < args.seconds:

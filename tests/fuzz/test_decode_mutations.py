@@ -26,12 +26,13 @@ def originals() -> list[bytes]:
     return found
 
 
-def test_mutated_recordings(originals):
+def test_mutated_recordings(originals, tmp_path):
     import subprocess
     import sys
 
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "fuzz_decode.py"),
-                           str(COUNT), "--seed", "20261124"], capture_output=True, text=True)
+                           str(COUNT), "--seed", "20261124", "--work", str(tmp_path)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{COUNT} inputs, 0 problems" in done.stdout, done.stdout
 
