@@ -1,339 +1,28 @@
-"""Event filters for ``ehtool decode``: simple options and a small expression language.
-
-Expressions are ftrace-like::
-
-    level <= 3 && Field2 > 40
-    comm ~ "nginx*" || !(pid == 0)
-    keyword & 0x4 && n == "MyProvider:Started"
-
-Operators: ``== != < <= > >=``, ``~`` (glob match), ``&`` (any bit set),
-``&& || !`` and parentheses. Values are integers (decimal or 0x hex), floats,
-double-quoted strings, ``true``/``false``/``null``. An identifier names a field
-of the event (a name with a ``;tag=`` suffix matches its base name; struct
-members as ``outer.inner``), else a meta key (time, cpu, pid, tid, comm, id,
-version, level, keyword, opcode, tag, activity, relatedActivity), or ``n``,
-``provider``, ``event``; ``meta.cpu`` names the meta key even where a field has
-that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
-Hex strings as perf-decode prints them (``"0x950"``) compare as numbers. A
-comparison with a missing identifier is false; a name that no event of the input
-has is reported at the end (``Selection.unknown_names``).
-
-Filters evaluate on the typed event (``ehtool.events``): field values as Python
-values, shown as the JSON shows them (addresses, UUIDs and times as strings,
-binary data as hex bytes). An expression that names only cpu, pid, tid, time and
-comm is checked on the sample itself, before anything is decoded.
+"""Event filters for ``ehtool decode``: the filter options (``--provider``, ``--pid``,
+``--since``...) and ``--filter`` (the language is :mod:`ehtool.decode.expression`)
+together as one :class:`Selection`, which checks samples as cheaply as it can: sample
+meta on the sample itself, EventHeader identities and headers through the JSON
+renderer's C cache, tracefs fields straight from the record, and the typed event (only
+the fields named) for the rest.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
-import operator
 import re
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.decode.expression import (
+    MISSING,
+    SAMPLE_NAMES,
+    compile_filter,
+    event_view,
+    lookup,
+    meta_name,
+    plain,
+)
 from ehtool.formats.values import field_value
-
-Predicate = Callable[[dict[str, Any]], bool]
-_MISSING = object()
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+) |
-    (?P<num>-?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)) |
-    (?P<str>"(?:[^"\\]|\\.)*") |
-    (?P<op>&&|\|\||==|!=|<=|>=|[<>~&!()]) |
-    (?P<ident>[A-Za-z_][A-Za-z0-9_.]*(?:;tag=(?:0[xX])?[0-9a-fA-F]+)?)
-""", re.VERBOSE)
-
-
-class FilterSyntaxError(ValueError):
-    """A bad ``--filter`` expression; the message points at the column."""
-
-    def __init__(self, text: str, column: int, message: str) -> None:
-        super().__init__(f"--filter: {message} at column {column + 1}\n  {text}\n"
-                         f"  {' ' * column}^")
-
-
-#: names an expression may use that are checked on the sample, before decoding
-SAMPLE_NAMES = frozenset(("cpu", "pid", "tid", "time", "comm"))
-
-
-class Filter:
-    """A compiled expression: ``filter(view) -> bool`` and the names it uses."""
-
-    def __init__(self, predicate: Predicate, names: frozenset[str]) -> None:
-        self.predicate = predicate
-        self.names = names
-        #: True when only sample meta (cpu, pid, tid, time, comm) is named
-        self.on_sample = all(_meta_name(n) in SAMPLE_NAMES for n in names)
-
-    def __call__(self, view: dict[str, Any]) -> bool:
-        return self.predicate(view)
-
-
-def compile_filter(text: str) -> Filter:
-    """Compile an expression into a predicate over an event view (see ``event_view``)."""
-    parser = _Parser(text)
-    return Filter(parser.parse(), frozenset(parser.names))
-
-
-def _meta_name(name: str) -> str:
-    return name[5:] if name.startswith("meta.") else name
-
-
-def event_view(ev: Any, keys: frozenset[str] | None = None,
-               meta_keys: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """A typed event (``ehtool.events.Event``) as filters see it: ``n``, fields by name,
-    every meta key (``meta.x`` too), ``provider``/``event``. With ``keys``, only those
-    top-level names (and the ``meta_keys`` under ``meta``), for speed."""
-    if keys is not None:
-        return _some_view(ev, keys, meta_keys)
-    meta = {k: _plain(v) for k, v in ev.meta.items() if v is not None}
-    if "related_activity" in meta:
-        meta["relatedActivity"] = meta["related_activity"]
-    if ev.eventheader:
-        meta.update(provider=ev.provider, event=ev.event)
-    view: dict[str, Any] = {"n": ev.name, "provider": ev.provider, "event": ev.event}
-    for name, value in ev.fields:
-        view.setdefault(name, _plain(value))
-    for key, value in meta.items():
-        view.setdefault(key, value)
-    view["meta"] = meta
-    return view
-
-
-def _meta_value(ev: Any, key: str) -> Any:
-    """meta ``key`` of a typed event as :func:`event_view` has it (None: absent)."""
-    if key in ("provider", "event"):
-        return getattr(ev, key) if ev.eventheader else None
-    value = ev.meta.get("related_activity" if key == "relatedActivity" else key)
-    return None if value is None else _plain(value)
-
-
-def _some_view(ev: Any, keys: frozenset[str], meta_keys: frozenset[str]) -> dict[str, Any]:
-    view: dict[str, Any] = {}
-    for key in ("n", "provider", "event"):
-        if key in keys:
-            view[key] = ev.name if key == "n" else getattr(ev, key)
-    for name, value in ev.fields:
-        if name in keys and name not in view:
-            view[name] = _plain(value)
-    for key in keys:
-        if key not in view:
-            value = _meta_value(ev, key)
-            if value is not None:
-                view[key] = value
-    if meta_keys:
-        meta = {}
-        for key in meta_keys:
-            value = _meta_value(ev, key)
-            if value is not None:
-                meta[key] = value
-        view["meta"] = meta
-    return view
-
-
-def _plain(value: Any) -> Any:
-    """A typed value as the JSON shows it, for comparisons."""
-    if isinstance(value, tuple):  # Fields: a struct
-        out: dict[str, Any] = {}
-        for name, item in value:
-            out.setdefault(name, _plain(item))
-        return out
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool | int | float | str) or value is None:
-        return value
-    if isinstance(value, bytes):
-        return " ".join(f"{b:02x}" for b in value)
-    if hasattr(value, "isoformat"):
-        return value.strftime("%Y-%m-%dT%H:%M:%S")
-    return str(value)  # uuid.UUID, ipaddress
-
-
-def _lookup(view: dict[str, Any], name: str) -> Any:
-    name = name.split(";", 1)[0]  # field names carry no tag in the typed view
-    if name.startswith("meta."):
-        return view.get("meta", {}).get(name[5:], _MISSING)
-    if name in view:
-        return view[name]
-    head, _, rest = name.partition(".")
-    value = view.get(head, _MISSING)
-    while rest and isinstance(value, dict):
-        head, _, rest = rest.partition(".")
-        value = value.get(head, _MISSING)
-    return _MISSING if rest else value
-
-
-_EMPTY: dict[str, Any] = {}
-_ORDER = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-          ">": operator.gt, ">=": operator.ge}
-
-
-def _getter(name: str) -> Callable[[dict[str, Any]], Any]:
-    """``_lookup(view, name)`` specialised for one name (the usual ones are one get)."""
-    base = name.split(";", 1)[0]
-    if base.startswith("meta."):
-        key = base[5:]
-        return lambda view: view.get("meta", _EMPTY).get(key, _MISSING)
-    if "." not in base:
-        return lambda view: view.get(base, _MISSING)
-    return lambda view: _lookup(view, base)
-
-
-def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Predicate:
-    """``get(view) OP value`` as :func:`_compare` says, with the operator chosen once."""
-    if op == "~":
-        return lambda view: _compare(op, get(view), value)
-    right = _number(value)
-    if op == "&":
-        return lambda view: _compare(op, get(view), value)
-    test = _ORDER[op]
-
-    def compare(view: dict[str, Any]) -> bool:
-        left = get(view)
-        if left is _MISSING:
-            return False
-        if type(left) is str:
-            left = _number(left)
-        try:
-            return test(left, right)
-        except TypeError:
-            return False
-
-    return compare
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str) and value[:2] in ("0x", "0X"):
-        try:
-            return int(value, 16)
-        except ValueError:
-            return value
-    return value
-
-
-def _compare(op: str, left: Any, right: Any) -> bool:
-    if left is _MISSING:
-        return False
-    if op == "~":
-        return isinstance(left, str) and fnmatch.fnmatchcase(left, str(right))
-    left, right = _number(left), _number(right)
-    if op == "&":
-        return isinstance(left, int) and isinstance(right, int) and bool(left & right)
-    if op == "==":
-        return left == right
-    if op == "!=":
-        return left != right
-    try:
-        return {"<": left < right, "<=": left <= right, ">": left > right,
-                ">=": left >= right}[op]
-    except TypeError:
-        return False
-
-
-class _Parser:
-    """Recursive descent: or -> and -> not -> comparison | ( or )."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens: list[tuple[str, str, int]] = []
-        pos = 0
-        while pos < len(text):
-            match = _TOKEN.match(text, pos)
-            if match is None:
-                raise FilterSyntaxError(text, pos, f"unexpected {text[pos]!r}")
-            if match.lastgroup != "ws":
-                self.tokens.append((match.lastgroup, match.group(), pos))
-            pos = match.end()
-        self.i = 0
-        self.names: set[str] = set()
-
-    def parse(self) -> Predicate:
-        if not self.tokens:
-            raise FilterSyntaxError(self.text, 0, "empty expression")
-        pred = self._or()
-        if self.i < len(self.tokens):
-            raise FilterSyntaxError(self.text, self.tokens[self.i][2],
-                                    f"unexpected {self.tokens[self.i][1]!r}")
-        return pred
-
-    def _peek(self) -> tuple[str, str, int] | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def _error(self, expected: str) -> FilterSyntaxError:
-        tok = self._peek()
-        column = tok[2] if tok else len(self.text)
-        return FilterSyntaxError(self.text, column, f"expected {expected}")
-
-    def _or(self) -> Predicate:
-        left = self._and()
-        while (tok := self._peek()) and tok[1] == "||":
-            self.i += 1
-            right = self._and()
-            left = (lambda a, b: lambda v: a(v) or b(v))(left, right)
-        return left
-
-    def _and(self) -> Predicate:
-        left = self._not()
-        while (tok := self._peek()) and tok[1] == "&&":
-            self.i += 1
-            right = self._not()
-            left = (lambda a, b: lambda v: a(v) and b(v))(left, right)
-        return left
-
-    def _not(self) -> Predicate:
-        tok = self._peek()
-        if tok and tok[1] == "!":
-            self.i += 1
-            inner = self._not()
-            return lambda v: not inner(v)
-        if tok and tok[1] == "(":
-            self.i += 1
-            inner = self._or()
-            close = self._peek()
-            if not close or close[1] != ")":
-                raise self._error("')'")
-            self.i += 1
-            return inner
-        return self._comparison()
-
-    def _comparison(self) -> Predicate:
-        tok = self._peek()
-        if not tok or tok[0] != "ident":
-            raise self._error("a field or meta name")
-        self.i += 1
-        name = tok[1]
-        self.names.add(name)
-        op = self._peek()
-        if not op or op[1] not in ("==", "!=", "<", "<=", ">", ">=", "~", "&"):
-            if op is None or op[1] in ("&&", "||", ")"):
-                return lambda v: _truthy(_lookup(v, name))
-            raise self._error("a comparison operator after " + repr(name))
-        self.i += 1
-        return _comparison(_getter(name), op[1], self._value(op[1]))
-
-    def _value(self, after: str) -> Any:
-        tok = self._peek()
-        if tok is None or tok[0] not in ("num", "str", "ident"):
-            raise self._error(f"a value after {after!r}")
-        self.i += 1
-        kind, text = tok[0], tok[1]
-        if kind == "str":
-            return json.loads(text)
-        if kind == "num":
-            if re.fullmatch(r"-?0[xX][0-9a-fA-F]+", text):
-                return int(text, 16)
-            return float(text) if any(c in text for c in ".eE") else int(text)
-        keywords = {"true": True, "false": False, "null": None}
-        if text in keywords:
-            return keywords[text]
-        raise FilterSyntaxError(self.text, tok[2], f"expected a value, not {text!r} "
-                                "(quote strings)")
-
-
-def _truthy(value: Any) -> bool:
-    return value is not _MISSING and bool(_number(value))
 
 
 def parse_when(text: str) -> tuple[str, int]:
@@ -400,11 +89,11 @@ class _SampleView:
         return default if value is None else value
 
     def __contains__(self, key: str) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
+        return self.get(key, MISSING) is not MISSING
 
     def __getitem__(self, key: str) -> Any:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
+        value = self.get(key, MISSING)
+        if value is MISSING:
             raise KeyError(key)
         return value
 
@@ -464,7 +153,7 @@ class Selection:
         the expression found travel back from the second process (report/absorb)."""
         names = self.expr.names if self.expr is not None else frozenset()
         return not (self.comms or self.since or self.until
-                    or "comm" in {_meta_name(n) for n in names})
+                    or "comm" in {meta_name(n) for n in names})
 
     def report(self) -> list[str]:
         """What the second process learnt that the first must know: the names found."""
@@ -691,7 +380,7 @@ class Selection:
             raw = sample.raw
             for f in fields:
                 if f.name not in view:
-                    view[f.name] = _plain(field_value(f, raw, big_endian))
+                    view[f.name] = plain(field_value(f, raw, big_endian))
             for key in sample_keys:
                 value = getattr(sample, key)
                 if value is not None:
@@ -712,7 +401,7 @@ class Selection:
 
     def _note(self, view: dict[str, Any]) -> None:
         if self._unseen:
-            found = {n for n in self._unseen if _lookup(view, n) is not _MISSING}
+            found = {n for n in self._unseen if lookup(view, n) is not MISSING}
             self.seen |= found
             self._unseen -= found
 

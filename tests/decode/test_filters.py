@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ehtool.decode.filters import FilterSyntaxError, compile_filter
+from ehtool.decode.expression import FilterSyntaxError, compile_filter
 from golden import golden_path
 
 
@@ -208,7 +208,8 @@ def mutated_golden(tmp_path_factory) -> str:
 @pytest.mark.parametrize("path", ["golden", "mutated", "examples/sched.data",
                                   "examples/eventheader.data"])
 def test_fast_views_answer_as_the_whole_view(path, request):
-    from ehtool.decode.filters import Selection, event_view
+    from ehtool.decode.expression import event_view
+    from ehtool.decode.filters import Selection
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
 
