@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -58,16 +59,24 @@ def test_example_runs(example, workspace):
     if command.endswith("&"):  # held in the background: stop it as a user would
         proc = subprocess.Popen(["bash", "-c", command[:-1]], cwd=root, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(5)
+        # once the names are printed the events are registered and held (an emulated
+        # guest can take seconds to start Python): then SIGTERM
+        ready, _, _ = select.select([proc.stdout], [], [], 180)
+        assert ready, "register printed nothing in 180 s"
+        first = proc.stdout.readline()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-        assert "user_events:MyProvider_L5K1" in out or "MyProvider_L5K1" in out
+        assert "MyProvider_L5K1" in first + out
         return
     if "| ehtool decode -" in command:  # a live stream: perf runs until Ctrl-C
         proc = subprocess.Popen(["bash", "-c", command], cwd=root, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(8)
+        deadline = time.monotonic() + 180  # an emulated guest is slow to start perf
+        while (subprocess.run(["pgrep", "-x", "perf"], capture_output=True).returncode
+               and time.monotonic() < deadline and proc.poll() is None):
+            time.sleep(0.5)
+        time.sleep(3)
         subprocess.run(["pkill", "-INT", "-x", "perf"])
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
