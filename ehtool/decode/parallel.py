@@ -134,6 +134,31 @@ def _replay(report: WorkerReport, options: DecodeOptions, problems: list[InputEr
     problems += [InputError(message) for message in report.problems]
 
 
+def _write_part(batches: Iterator[Batch], writer: EventsWriter, out: BinaryIO,
+                report: WorkerReport) -> None:
+    """A worker's events into ``out``, framed to follow the caller's; a fatal input
+    error ends them and goes into ``report``."""
+    with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
+        sub = writer.continuation(sink)
+        try:
+            for batch in batches:
+                sub.events(batch)  # (a worker's batches are never Spliced: jobs=1)
+                report.count += len(batch)
+        except EhtoolError as exc:
+            report.fatal = str(exc)
+
+
+def _ended(report: WorkerReport, exc: BaseException) -> None:
+    """What ended a worker early, for the caller: a signal, or an internal error."""
+    if isinstance(exc, KeyboardInterrupt):
+        report.signal = 2
+    elif isinstance(exc, SystemExit):  # SignalExit: a terminating signal reached it
+        code = exc.code
+        report.signal = code - 128 if isinstance(code, int) and code > 128 else 15
+    else:
+        report.internal = f"internal error in a decoding worker: {exc!r}"
+
+
 def _kill_group(pid: int) -> None:
     """Kill the chain of workers (they may have exited: waitpid reaps the first)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -166,22 +191,11 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
                 if child == 0:
                     _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
                 f.stop_at_split(targets[index])
-            with open(os.dup(outs[index - 1].fileno()), "wb", buffering=1 << 20) as sink:
-                sub = writer.continuation(sink)
-                try:
-                    for batch in format_batches(f, fmt, options):
-                        sub.events(batch)
-                        report.count += len(batch)
-                except EhtoolError as exc:
-                    report.fatal = str(exc)
+            _write_part(format_batches(f, fmt, options), writer, outs[index - 1], report)
             if options.selection is not None:
                 report.selection = options.selection.report()
-    except KeyboardInterrupt:
-        report.signal = 2
-    except SystemExit as exc:  # SignalExit: a terminating signal reached this process
-        report.signal = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
     except BaseException as exc:  # reported by the caller, which owns stderr's story
-        report.internal = f"internal error in a decoding worker: {exc!r}"
+        _ended(report, exc)
     finally:
         report.write(reports[index - 1])
         if child:
@@ -275,22 +289,11 @@ def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
         gc.freeze()
         one = dataclasses.replace(options, jobs=1, progress=None,
                                   warn=report.warnings.append)
-        with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
-            sub = writer.continuation(sink)
-            try:
-                for batch in decode_one(path, one, sub):
-                    sub.events(batch)
-                    report.count += len(batch)
-            except EhtoolError as exc:
-                report.fatal = str(exc)
+        _write_part(decode_one(path, one, writer), writer, out, report)
         if options.selection is not None:
             report.selection = options.selection.report()
-    except KeyboardInterrupt:
-        report.signal = 2
-    except SystemExit as exc:
-        report.signal = exc.code - 128 if isinstance(exc.code, int) and exc.code > 128 else 15
     except BaseException as exc:
-        report.internal = f"internal error in a decoding worker: {exc!r}"
+        _ended(report, exc)
     finally:
         report.write(report_file)
         os._exit(0)
