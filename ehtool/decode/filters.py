@@ -265,6 +265,16 @@ class Selection:
         self._note(view)
         return self.expr(view)
 
+    def _json_decoder(self) -> Any:
+        """The JSON renderer's EventHeader decoder (its C cache serves identities and
+        headers), made when first needed."""
+        if self._eventheader is None:
+            from ehtool.render.eventheader import EventHeaderDecoder
+            from ehtool.render.style import COMPACT
+
+            self._eventheader = EventHeaderDecoder(COMPACT)
+        return self._eventheader
+
     def _identity(self, sample: Any) -> tuple[str, str, int | None, int | None]:
         """``(provider, event, level, keyword)`` as the typed layer's ``identify`` says,
         through the JSON renderer's C cache for EventHeader events it can render (the
@@ -277,13 +287,9 @@ class Selection:
             tracepoint = self._identities[desc] = None if offset is None else (fmt.name,
                                                                                offset)
         if tracepoint is not None:
-            if self._eventheader is None:
-                from ehtool.render.eventheader import EventHeaderDecoder
-                from ehtool.render.style import COMPACT
-
-                self._eventheader = EventHeaderDecoder(COMPACT)
             try:
-                parts = self._eventheader.decode_parts(tracepoint[0], sample.raw, tracepoint[1])
+                parts = self._json_decoder().decode_parts(tracepoint[0], sample.raw,
+                                                          tracepoint[1])
             except ValueError:
                 parts = None
             if parts is not None:
@@ -298,14 +304,10 @@ class Selection:
         (C speed; it also checks the whole event) gives its header and names, and the
         view is built from them, as :func:`event_view` would build it. Any other event
         (a named field, malformed, not EventHeader) goes through the typed event."""
-        from ehtool.render.eventheader import EventHeaderDecoder
-        from ehtool.render.style import COMPACT
 
         keys, meta_keys = self._fields, self._meta_keys
         convert = self._convert
-        if self._eventheader is None:
-            self._eventheader = EventHeaderDecoder(COMPACT)
-        decode = self._eventheader.decode_parts
+        decode = self._json_decoder().decode_parts
         named: dict[Any, bool] = {}  # plan -> whether it has a field the expression names
         sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys]
         comm = "comm" in keys or "comm" in meta_keys

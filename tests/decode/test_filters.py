@@ -205,6 +205,16 @@ def mutated_golden(tmp_path_factory) -> str:
     return str(path)
 
 
+def _recording(name: str, request) -> str:
+    """The path of a recording the fast-path tests read ("golden", "mutated" or a
+    path inside the checkout)."""
+    if name == "golden":
+        return str(golden_path("linuxtracepoints/perf.data"))
+    if name == "mutated":
+        return request.getfixturevalue("mutated_golden")
+    return str(Path(__file__).resolve().parents[2] / name)
+
+
 @pytest.mark.parametrize("path", ["golden", "mutated", "examples/sched.data",
                                   "examples/eventheader.data"])
 def test_fast_views_answer_as_the_whole_view(path, request):
@@ -213,12 +223,7 @@ def test_fast_views_answer_as_the_whole_view(path, request):
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
 
-    if path == "golden":
-        path = str(golden_path("linuxtracepoints/perf.data"))
-    elif path == "mutated":
-        path = request.getfixturevalue("mutated_golden")
-    else:
-        path = str(Path(__file__).resolve().parents[2] / path)
+    path = _recording(path, request)
     for text in EXPRESSIONS:
         sel = Selection(expr=text)
         with PerfDataFile.open(path) as f:
@@ -243,12 +248,7 @@ def test_fast_identity_is_the_typed_one(path, request):
     from ehtool.decode.filters import Selection
     from ehtool.perfdata import PerfDataFile
 
-    if path == "golden":
-        path = str(golden_path("linuxtracepoints/perf.data"))
-    elif path == "mutated":
-        path = request.getfixturevalue("mutated_golden")
-    else:
-        path = str(Path(__file__).resolve().parents[2] / path)
+    path = _recording(path, request)
     sel = Selection(providers=("*",))
     with PerfDataFile.open(path, on_error=lambda err: None) as f:
         sel.bind(f)
