@@ -138,16 +138,21 @@ def detect_byte_order(magic: bytes) -> bool | None:
     return None
 
 
-class _NulPadded(c.Adapter):
+class NulPadded(c.Adapter):
     """Bytes up to the first NUL as a str (Latin-1); builds NUL-padded to 8 bytes."""
 
     def __init__(self, subcon: c.Construct, align: int = 8) -> None:
         super().__init__(subcon)
         self.align = align
 
+    @staticmethod
+    def text(data: bytes) -> str:
+        """The string stored in ``data`` (the parse rule, for readers derived from it)."""
+        end = data.find(b"\0")
+        return (data if end < 0 else data[:end]).decode("latin-1")
+
     def _decode(self, obj, context, path):
-        end = obj.find(b"\0")
-        return (obj if end < 0 else obj[:end]).decode("latin-1")
+        return self.text(obj)
 
     def _encode(self, obj, context, path):
         data = obj.encode("latin-1") + b"\0"
@@ -266,8 +271,8 @@ class PerfGrammar:
         )
         self.ids = c.GreedyRange(u64)
 
-        nul_padded = _NulPadded(c.GreedyBytes)
-        self.perf_string = c.Prefixed(u32, _NulPadded(c.GreedyBytes, align=64))
+        nul_padded = NulPadded(c.GreedyBytes)
+        self.perf_string = c.Prefixed(u32, NulPadded(c.GreedyBytes, align=64))
 
         # -- record bodies (after the 8-byte header, before any sample_id trailer) --
         pid_tid = ("pid" / u32, "tid" / u32)
@@ -283,7 +288,7 @@ class PerfGrammar:
             RecordType.LOST_SAMPLES: c.Struct("lost" / u64),
             RecordType.HEADER_ATTR: c.Struct("attr" / self.attr_self_sized, "ids" / self.ids),
             RecordType.HEADER_EVENT_TYPE: c.Struct(
-                "event_id" / u64, "name" / _NulPadded(c.Bytes(64))),
+                "event_id" / u64, "name" / NulPadded(c.Bytes(64))),
             # the tracing blob follows the record (at record start + header.size),
             # uncounted in header.size; perf from 2025 adds a u32 pad (header.size 16)
             RecordType.HEADER_TRACING_DATA: c.Struct("size" / u32, "pad" / c.GreedyBytes),

@@ -18,7 +18,7 @@ from typing import Any
 
 import construct as c
 
-from ehtool.perfdata.grammar import PerfGrammar
+from ehtool.perfdata.grammar import NulPadded, PerfGrammar
 from ehtool.perfdata.records import EventDesc, Sample
 
 #: the Sample attributes a reader fills from grammar fields of the same name
@@ -212,6 +212,41 @@ class TrailerReader:
 
 def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
     return TrailerReader(trailer_prefix(g, sample_type))
+
+
+@dataclass(frozen=True)
+class BodyReader:
+    """Reads a non-sample record body (COMM, FORK, MMAP...) as the grammar does:
+    its fixed-size head with one unpack, then at most one NUL-padded string."""
+
+    prefix: FixedPrefix
+    tail: str | None  # the name of the trailing NUL-padded string field
+
+    def read(self, buf: Any, start: int, end: int) -> c.Container | None:
+        """The body in ``buf[start:end]`` (None where the grammar's parse fails)."""
+        p = self.prefix
+        if end - start < p.size:
+            return None
+        body = c.Container(zip(p.names, p.struct.unpack_from(buf, start), strict=True))
+        if self.tail is not None:
+            body[self.tail] = NulPadded.text(bytes(buf[start + p.size:end]))
+        return body
+
+
+def make_body_reader(g: PerfGrammar, rtype: int) -> BodyReader | None:
+    """The :class:`BodyReader` of record type ``rtype``, or None when its grammar has
+    other variable parts (those records keep the construct parse)."""
+    record = g.records.get(rtype)
+    if not isinstance(record, c.Struct):
+        return None
+    prefix = fixed_prefix(g.endian, tuple(record.subcons))
+    if not prefix.rest:
+        return BodyReader(prefix, None)
+    (last,) = prefix.rest if len(prefix.rest) == 1 else (None,)
+    if (isinstance(last, c.Renamed) and isinstance(last.subcon, NulPadded)
+            and last.subcon.subcon is c.GreedyBytes):
+        return BodyReader(prefix, last.name)
+    return None
 
 
 def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):

@@ -13,9 +13,15 @@ from ehtool.errors import InputError
 from ehtool.perfdata.compression import compressed_data, zstd_decompressor
 from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType
-from ehtool.perfdata.hotpath import CorruptSample, make_run_scanner, make_trailer_reader
+from ehtool.perfdata.hotpath import (
+    CorruptSample,
+    TrailerReader,
+    make_body_reader,
+    make_run_scanner,
+    make_trailer_reader,
+)
 from ehtool.perfdata.metadata import brief
-from ehtool.perfdata.records import Record
+from ehtool.perfdata.records import EventDesc, Record
 from ehtool.perfdata.split import split_here
 from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE
 
@@ -25,6 +31,7 @@ _SAMPLE = int(_R.SAMPLE)
 # tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
 # the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
 FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
+_UNSET = object()
 
 
 class RecordWalk:
@@ -194,14 +201,13 @@ class RecordWalk:
         elif (rtype == _R.COMPRESSED or rtype == _R.COMPRESSED2) and not self._decompress(
                 rtype, buf, pos, nxt, offset, out, flushes):
             return -1
-        if rtype == _R.COMM or rtype == _R.FORK or self._want_records:
+        if self._want_records:
             rec = self._record(rtype, buf, pos, size, base)
-            if rtype == _R.COMM and rec.body is not None:
-                self.session.set_comm(rec.body.tid, rec.body.comm)
-            elif rtype == _R.FORK and rec.body is not None:
-                self.session.fork(rec.body.ptid, rec.body.tid)
-            if self._want_records:
-                out.append(rec)
+            self._learn(rtype, rec.body)
+            out.append(rec)
+        elif rtype == _R.COMM or rtype == _R.FORK:
+            desc, trailer_size = self._trailer_layout(rtype, buf, pos, size)
+            self._learn(rtype, self._body(rtype, buf, pos + 8, nxt - trailer_size))
         return nxt
 
     def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
@@ -260,37 +266,66 @@ class RecordWalk:
                 self._desc_by_id[e.id] = desc
                 self._readers[e.id] = desc.reader
 
-    def _record(self, rtype: int, buf: Any, pos: int, size: int, base: int) -> Record:
-        """A non-sample record with its sample_id trailer and (known types) body."""
-        nxt = pos + size
+    def _learn(self, rtype: int, body: Any) -> None:
+        """Session state from a COMM or FORK body (thread names)."""
+        if body is None:
+            return
+        if rtype == _R.COMM:
+            self.session.set_comm(body.tid, body.comm)
+        elif rtype == _R.FORK:
+            self.session.fork(body.ptid, body.tid)
+
+    def _body(self, rtype: int, buf: Any, start: int, end: int) -> Any:
+        """A non-sample record's body per its grammar (None: no grammar, or too short);
+        bodies of fixed fields and a string are read without construct (hotpath.py)."""
+        if rtype >= 64:
+            return None
+        reader = self._bodies.get(rtype, _UNSET)
+        if reader is _UNSET:
+            reader = self._bodies[rtype] = make_body_reader(self.grammar, rtype)
+        if reader is not None:
+            return reader.read(buf, start, end)
+        grammar = self.grammar.records.get(rtype)
+        if grammar is None:
+            return None
+        try:
+            return grammar.parse(bytes(buf[start:end]))
+        except c.ConstructError:
+            return None
+
+    def _trailer_layout(self, rtype: int, buf: Any, pos: int, size: int
+                        ) -> tuple[EventDesc | None, int]:
+        """(the record's event, the size of its ``sample_id_all`` trailer)."""
         desc = None
-        trailer: dict[str, int] = {}
         nid = self._nonsample_id_at
         if nid >= 0 and rtype < 64 and size >= 8 + nid:
-            desc = self._desc_by_id.get(self._u64(buf, nxt - nid)[0])
+            desc = self._desc_by_id.get(self._u64(buf, pos + size - nid)[0])
         elif nid < 0 and rtype < 64 and len(self.descs) == 1:
             only = self.descs[0]
             desc = only if only.attr.flags.sample_id_all else None
-        trailer_size = 0
         # records perf synthesizes carry a zeroed trailer (id 0): lay it out as the first event's
         layout = desc if desc is not None or nid < 0 or rtype >= 64 or not self.descs \
             else self.descs[0]
-        if layout is not None:
-            tr = self._trailers.get(layout.sample_type)
-            if tr is None:
-                tr = self._trailers[layout.sample_type] = make_trailer_reader(
-                    self.grammar, layout.sample_type)
-            if tr.size <= size - 8:
-                trailer = tr.read(buf, nxt)
-                trailer_size = tr.size
-        body = None
-        grammar = self.grammar.records.get(rtype) if rtype < 64 else None
-        data = bytes(buf[pos:nxt])
-        if grammar is not None:
-            try:
-                body = grammar.parse(data[8:size - trailer_size])
-            except c.ConstructError:
-                body = None
-        return Record(rtype, self._hdr(buf, pos)[1], base + pos, data, body,
+        if layout is None:
+            return desc, 0
+        tr = self._trailer_reader(layout.sample_type)
+        return desc, (tr.size if tr.size <= size - 8 else 0)
+
+    def _trailer_reader(self, sample_type: int) -> TrailerReader:
+        tr = self._trailers.get(sample_type)
+        if tr is None:
+            tr = self._trailers[sample_type] = make_trailer_reader(self.grammar, sample_type)
+        return tr
+
+    def _record(self, rtype: int, buf: Any, pos: int, size: int, base: int) -> Record:
+        """A non-sample record with its sample_id trailer and (known types) body."""
+        nxt = pos + size
+        desc, trailer_size = self._trailer_layout(rtype, buf, pos, size)
+        trailer: dict[str, int] = {}
+        if trailer_size:
+            layout = desc if desc is not None else self.descs[0] if self.descs else None
+            trailer = self._trailer_reader(layout.sample_type).read(buf, nxt)
+        body = self._body(rtype, buf, pos + 8, nxt - trailer_size)
+        return Record(rtype, self._hdr(buf, pos)[1], base + pos, bytes(buf[pos:nxt]), body,
                       trailer.get("pid"), trailer.get("tid"), trailer.get("time"),
                       trailer.get("cpu"), desc)

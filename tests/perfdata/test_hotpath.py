@@ -161,3 +161,54 @@ def test_run_scanner_stops_at_other_layouts(tmp_path, impl):
     slow, _ = _all_samples(path, run=False)
     assert fast == slow and len(fast) == 12
     assert [s[5] for s in fast].count("") == 12  # no names: no EVENT_DESC written
+
+
+def _bodies_agree(g, rtype: int, body: bytes) -> bool:
+    """The BodyReader and the construct parse give the same body (or both none)."""
+    import construct as c
+
+    from ehtool.perfdata.hotpath import make_body_reader
+
+    reader = make_body_reader(g, rtype)
+    try:
+        full = g.records[rtype].parse(body)
+    except c.ConstructError:
+        full = None
+    fast = reader.read(body, 0, len(body))
+    assert fast == full, (rtype, body)
+    return fast is not None
+
+
+@pytest.mark.parametrize("name", ["sched-ids.data", "sched-task-noid.data", "sched-pipe.data",
+                                  "sched-612.data", "eh-612.data"])
+def test_body_readers_agree_with_construct(name):
+    """COMM, FORK, EXIT, MMAP, LOST... bodies read without construct equal the grammar's
+    parse, record by record, with the trailer the walk strips and with none."""
+    from ehtool.perfdata.grammar import RecordType
+    from ehtool.perfdata.hotpath import make_body_reader
+
+    read = 0
+    with PerfDataFile.open(DATA / name) as f:
+        g = f.grammar
+        for rec in f.records():
+            if rec.is_sample or make_body_reader(g, rec.type) is None:
+                continue
+            for end in range(8, len(rec.data) + 1):
+                read += _bodies_agree(g, rec.type, rec.data[8:end])
+    assert read > 100
+    assert make_body_reader(g, RecordType.ID_INDEX) is None  # arrays keep construct
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_body_readers_agree_on_random_bytes(big):
+    import random
+
+    from ehtool.perfdata.hotpath import make_body_reader
+
+    g = grammar_for(big)
+    rng = random.Random(7)
+    types = [t for t in g.records if make_body_reader(g, t) is not None]
+    assert {3, 7, 1, 4}.issubset(types)  # COMM, FORK, MMAP, EXIT
+    for _ in range(3000):
+        body = rng.randbytes(rng.randrange(48)) + bytes(rng.randrange(3))
+        _bodies_agree(g, rng.choice(types), body)
