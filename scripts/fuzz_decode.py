@@ -42,6 +42,9 @@ def main() -> None:
         path.write_bytes(data)
         problem = check_input(str(path), RSS_LIMIT_MB)
         done += 1
+        if done % 1000 == 0:
+            print(f"... {done} inputs, {problems} problems, {time.monotonic() - started:.0f} s",
+                  flush=True)
         if problem is not None:
             problems += 1
             (work / f"problem-{done}.data").write_bytes(data)
