@@ -69,10 +69,14 @@ def _json_default(value: Any) -> Any:
 
 
 def fields_json(fields: Any) -> str:
+    return json_value(fields.to_dict())
+
+
+def json_value(value: Any) -> str:
+    """A typed value as JSON text (the ``fields`` column's rules)."""
     import orjson
 
-    return orjson.dumps(fields.to_dict(), default=_json_default,
-                        option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _int32(value: int | None) -> int | None:
@@ -93,7 +97,7 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None
     out_schema = pa.schema([full.field(n) for n in names])
     # without the fields column no field is decoded (the events are still checked whole)
     only = None if "fields" in names else ()
-    getters = [_COLUMNS[n] for n in names]
+    getters = [COLUMNS[n] for n in names]
     rows: list[list] = [[] for _ in names]
     count = 0
     for path in paths:
@@ -117,7 +121,7 @@ def _batch(pa: Any, columns: list[list], schema: Any) -> Any:
 
 
 #: column name -> its value for (input path, typed event)
-_COLUMNS: dict[str, Any] = {
+COLUMNS: dict[str, Any] = {
     "file": lambda path, ev: path,
     "time": lambda path, ev: ev.utc_ns,
     "session_time": lambda path, ev: ev.time,

@@ -41,6 +41,10 @@ def _hex_int(value: str) -> int:
                    "for jq and pipes); text: one line per event in perf script's spirit, "
                    "for people and grep; parquet: one row per event, typed columns (needs "
                    "ehtool[analysis]; see README 'Analysis').")
+@click.option("--split-by-event", "split_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="With --format parquet: one dataset per event name, DIR/NAME/part-N.parquet, "
+                   "the fields as real typed columns (DIR is created whole at the end, or not "
+                   "at all; it must not exist or be empty).")
 @click.option("--compact", is_flag=True,
               help="No spaces (perf-decode's unit-test style) instead of perf-decode's spacing.")
 @click.option("--pretty", is_flag=True,
@@ -109,6 +113,7 @@ def _hex_int(value: str) -> int:
                    "bar appears only when stderr is a terminal and decoding takes over a "
                    "second.)")
 def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: str,
+           split_dir: str | None,
            compact: bool, pretty: bool, field_tags: bool, decimal_pids: bool,
            time_mode: str, fields_key: str | None, bom: bool,
            meta_spec: str,
@@ -156,9 +161,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
               or since or until or level is not None or keyword is not None)
         return
+    if split_dir is not None and out_format != "parquet":
+        raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
     if out_format == "parquet":
-        _parquet(inputs, output, providers or events or comms or pids or tids or cpus or expr
-                 or since or until or level is not None or keyword is not None)
+        _parquet(inputs, output, split_dir, providers or events or comms or pids or tids
+                 or cpus or expr or since or until or level is not None or keyword is not None)
         return
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
@@ -246,6 +253,17 @@ def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
         return decode_to(out, inputs, options)
 
 
+def _first_input_error(inputs: tuple[str, ...]) -> None:
+    """Raise the first input's error when no input can be opened (nothing is written)."""
+    if any(_openable(path) for path in inputs):
+        return
+    from ehtool.events import open as open_events
+
+    for path in inputs:
+        with open_events(path):
+            pass
+
+
 def _openable(path: str) -> bool:
     import os
 
@@ -258,20 +276,35 @@ def _openable(path: str) -> bool:
     return not os.path.isdir(path)
 
 
-def _parquet(inputs: tuple[str, ...], output: str | None, filtered: Any) -> None:
-    """``--format parquet``: the rows of ``ehtool.analysis.arrow``, to -o FILE or a pipe."""
+def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
+             filtered: Any) -> None:
+    """``--format parquet``: the rows of ``ehtool.analysis.arrow``, to -o FILE or a pipe,
+    or (``--split-by-event``) a directory of datasets per event name."""
     from ehtool.analysis.arrow import require, write_parquet
-    from ehtool.decode.atomic import atomic_output
+    from ehtool.decode.atomic import atomic_directory, atomic_output
 
     if filtered:
         raise click.UsageError("filters apply to json and jsonl; select Parquet rows with "
                                "SQL ('ehtool query')")
+    if split_dir is not None:
+        if output is not None:
+            raise click.UsageError("--split-by-event writes DIR: leave out -o")
+        require("pyarrow.parquet")
+        from ehtool.analysis.by_event import write_by_event
+
+        _first_input_error(inputs)  # when none opens, DIR is not created
+        with atomic_directory(split_dir) as tmp:
+            rows = write_by_event(inputs, tmp)
+        click.echo(f"{sum(rows.values())} events of {len(rows)} names in {split_dir}/",
+                   err=True)
+        return
     if (output is None or output == "-") and sys.stdout.isatty():
         raise click.UsageError("Parquet is binary: write it with -o FILE or to a pipe")
     require("pyarrow.parquet")
     if output is None or output == "-":
         write_parquet(inputs, sys.stdout.buffer)
         return
+    _first_input_error(inputs)  # when none opens, FILE is left as it was
     with atomic_output(output) as out:
         write_parquet(inputs, out)
 

@@ -123,3 +123,53 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def atomic_directory(path: str) -> Iterator[str]:
+    """Yield a temporary directory beside ``path`` that becomes ``path`` when complete
+    (``--split-by-event``). ``path`` must not exist or be an empty directory. On an
+    exception the temporary directory is removed and ``path`` is untouched; an
+    ``EhtoolError`` (an input error after the complete records) still commits it, as
+    :func:`atomic_output` does for files."""
+    import shutil
+
+    try:
+        if os.listdir(path):
+            raise EhtoolError(f"{path}: cannot write output: the directory is not empty")
+    except FileNotFoundError:
+        pass
+    except NotADirectoryError:
+        raise EhtoolError(f"{path}: cannot write output: not a directory") from None
+    except OSError as exc:
+        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+    target = os.path.realpath(path)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        tmp = tempfile.mkdtemp(prefix=".ehtool-", suffix=".tmp",
+                               dir=os.path.dirname(target))
+    except OSError as exc:
+        raise EhtoolError(f"{path}: cannot create output directory: {exc.strerror}") from None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    done = False
+    try:
+        try:
+            yield tmp
+        except EhtoolError:
+            _commit_directory(tmp, target)
+            done = True
+            raise
+        _commit_directory(tmp, target)
+        done = True
+    finally:
+        if not done:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _commit_directory(tmp: str, target: str) -> None:
+    os.chmod(tmp, 0o777 & ~_umask())
+    try:
+        os.replace(tmp, target)  # over an empty directory too
+    except OSError as exc:
+        raise EhtoolError(f"{target}: cannot write output: {exc.strerror}") from None

@@ -1,0 +1,203 @@
+"""One Parquet dataset per event name, with the fields as real typed columns.
+
+``DIR/<event name>/part-N.parquet`` (the name ``provider:event`` or ``system:name``,
+characters outside ``[A-Za-z0-9_.:-]`` as ``%XX``). Each file has the columns of
+:func:`ehtool.analysis.arrow.schema` except ``fields``, then one column per top-level
+field, typed from the values: integers int64 (uint64 above its range), floats double,
+strings, bytes binary, booleans, UUIDs and IP addresses as strings, times as
+timestamps, arrays as lists, structs as structs. A field whose name is taken (by a
+column before it, or an earlier field of the same name) is ``<name>_2``, ``_3``...
+A row group whose types do not fit the open part (another version of the event with
+other fields, or a field with mixed types) starts the next part; a column with mixed
+types within one row group is written as text. Read all parts of an event with
+``read_parquet('DIR/<name>/*.parquet', union_by_name = true)`` (DuckDB).
+
+Memory stays bounded: rows are kept per event until a row group is full
+(:data:`GROUP_ROWS`) or :data:`PENDING_ROWS` rows wait in all, and at most
+:data:`OPEN_WRITERS` files are open (a writer closed early ends its part).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ehtool.analysis.arrow import COLUMNS, require, schema
+from ehtool.eventheader.decoder import Fields
+
+GROUP_ROWS = 16384
+PENDING_ROWS = 65536
+OPEN_WRITERS = 32
+
+
+#: longest directory name used as is (NAME_MAX is 255 bytes); longer ones are cut and
+#: end in ``~`` and a hash of the whole name
+NAME_BYTES = 200
+
+
+def event_dir_name(name: str) -> str:
+    """The directory name of an event (never empty, ``.``, ``..`` or over 255 bytes)."""
+    text = quote(name, safe="_.:-")
+    if not text.strip("."):
+        text = text.replace(".", "%2E") or "%00"
+    if len(text) > NAME_BYTES:
+        import hashlib
+
+        text = text[:NAME_BYTES - 17] + "~" + hashlib.sha256(name.encode(
+            "utf-8", "surrogateescape")).hexdigest()[:16]
+    return text
+
+
+def field_columns(fields: Fields, taken: set[str]) -> list[tuple[str, Any]]:
+    """(column name, Arrow-ready value) per top-level field, names made unique."""
+    seen = set(taken)
+    out = []
+    for name, value in fields:
+        column, n = name, 1
+        while column in seen:
+            n += 1
+            column = f"{name}_{n}"
+        seen.add(column)
+        out.append((column, arrow_value(value)))
+    return out
+
+
+def arrow_value(value: Any) -> Any:
+    """A typed-layer value as pyarrow infers it (structs as dicts, text for the rest)."""
+    if isinstance(value, Fields):
+        return dict(field_columns(value, set()))
+    if isinstance(value, list):
+        return [arrow_value(v) for v in value]
+    if isinstance(value, (uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address)):
+        return str(value)
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=datetime.UTC)
+    return value
+
+
+class _Event:
+    """The pending rows and the open part of one event name."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.rows: list[tuple[list[Any], list[tuple[str, Any]]]] = []
+        self.writer: Any = None
+        self.parts = 0
+        self.written = 0
+
+
+class ByEventWriter:
+    """Writes events to ``directory`` (see the module doc); :meth:`close` finishes."""
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.pa = require("pyarrow")
+        self.pq = require("pyarrow.parquet")
+        self.directory = Path(directory)
+        full = schema()
+        self.common = self.pa.schema([f for f in full if f.name != "fields"])
+        self.getters = [COLUMNS[n] for n in self.common.names]
+        self.events: dict[str, _Event] = {}
+        self.open: OrderedDict[str, _Event] = OrderedDict()  # least recently written first
+        self.pending = 0
+
+    def add(self, path: str, ev: Any) -> None:
+        entry = self.events.get(ev.name)
+        if entry is None:
+            entry = self.events[ev.name] = _Event(self.directory / event_dir_name(ev.name))
+        common = [get(path, ev) for get in self.getters]
+        entry.rows.append((common, field_columns(ev.fields, set(self.common.names))))
+        self.pending += 1
+        if len(entry.rows) >= GROUP_ROWS:
+            self._flush(ev.name, entry)
+        elif self.pending >= PENDING_ROWS:
+            name = max(self.events, key=lambda n: len(self.events[n].rows))
+            self._flush(name, self.events[name])
+
+    def close(self) -> dict[str, int]:
+        """Write what is pending and close every part; rows written per event name."""
+        for name, entry in self.events.items():
+            if entry.rows:
+                self._flush(name, entry)
+        for entry in self.open.values():
+            entry.writer.close()
+        self.open.clear()
+        return {name: e.written for name, e in self.events.items()}
+
+    def _flush(self, name: str, entry: _Event) -> None:
+        table = self._table(entry.rows)
+        self.pending -= len(entry.rows)
+        entry.rows = []
+        if entry.writer is not None and not table.schema.equals(entry.writer.schema):
+            try:
+                table = table.cast(entry.writer.schema)
+            except (self.pa.ArrowInvalid, self.pa.ArrowNotImplementedError, ValueError):
+                self._close(name, entry)
+        if entry.writer is None:
+            if len(self.open) >= OPEN_WRITERS:
+                oldest = next(iter(self.open))
+                self._close(oldest, self.open[oldest])
+            entry.directory.mkdir(parents=True, exist_ok=True)
+            entry.writer = self.pq.ParquetWriter(
+                entry.directory / f"part-{entry.parts}.parquet", table.schema)
+            entry.parts += 1
+            self.open[name] = entry
+        self.open.move_to_end(name)
+        entry.writer.write_table(table)
+        entry.written += table.num_rows
+
+    def _close(self, name: str, entry: _Event) -> None:
+        entry.writer.close()
+        entry.writer = None
+        del self.open[name]
+
+    def _table(self, rows: list[tuple[list[Any], list[tuple[str, Any]]]]) -> Any:
+        pa = self.pa
+        arrays = [pa.array([r[0][i] for r in rows], type=f.type)
+                  for i, f in enumerate(self.common)]
+        names = list(self.common.names)
+        order: dict[str, int] = {}
+        for _, fields in rows:  # columns in first-seen order
+            for column, _value in fields:
+                order.setdefault(column, len(order))
+        values: list[list[Any]] = [[None] * len(rows) for _ in order]
+        for r, (_, fields) in enumerate(rows):
+            for column, value in fields:
+                values[order[column]][r] = value
+        for column, column_values in zip(order, values, strict=True):
+            names.append(column)
+            arrays.append(self._array(column_values))
+        return pa.Table.from_arrays(arrays, names=names)
+
+    def _array(self, values: list[Any]) -> Any:
+        pa = self.pa
+        try:
+            return pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            if all(v is None or (type(v) is int and v >= 0) for v in values):
+                return pa.array(values, type=pa.uint64())  # u64 values above int64's range
+            from ehtool.analysis.arrow import json_value
+
+            return pa.array([None if v is None else json_value(v) for v in values],
+                            type=pa.string())
+
+
+def write_by_event(paths: Iterable[str], directory: str | os.PathLike) -> dict[str, int]:
+    """Write the events of ``paths`` to ``directory``; rows written per event name."""
+    from ehtool.events import open as open_events
+
+    writer = ByEventWriter(directory)
+    try:
+        for path in paths:
+            with open_events(path) as events:
+                for ev in events:
+                    writer.add(path, ev)
+    finally:  # an input error still leaves complete files for the events before it
+        rows = writer.close()
+    return rows
