@@ -295,7 +295,8 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
         _first_input_error(inputs)  # when none opens, DIR is not created
         with atomic_directory(split_dir) as tmp:
             rows = write_by_event(inputs, tmp)
-        click.echo(f"{sum(rows.values())} events of {len(rows)} names in {split_dir}/",
+        click.echo(f"{sum(rows.values())} events of {len(rows)} names in "
+                   f"{split_dir.rstrip('/') or '/'}/",
                    err=True)
         return
     if (output is None or output == "-") and sys.stdout.isatty():
