@@ -148,18 +148,47 @@ class EventFile:
 
     def __init__(self, path: str | os.PathLike, *, order: str = "time",
                  on_error: Callable[[InputError], None] | None = None,
-                 fields: frozenset[str] | None = None) -> None:
+                 fields: frozenset[str] | None = None,
+                 part: tuple[int, int] | None = None) -> None:
         from ehtool.perfdata import PerfDataFile
 
         self.path = os.fspath(path)
         self.order = order
         self.fields = fields
         self.perf = PerfDataFile.open(self.path, on_error=on_error)
+        self.empty = False
+        if part is not None:
+            self._restrict(*part)
         self.converter = SampleConverter(big_endian=self.perf.big_endian,
                                          comm_of=self.perf.session.comm,
                                          clock=self.perf.session.clock)
 
+    def _restrict(self, k: int, n: int) -> None:
+        """Only part ``k`` of ``n`` (file mode): the records between the FINISHED_ROUND
+        split points of ``-j n`` (an empty part where two points coincide). Parts
+        0..n-1 together are the whole file, in the same order."""
+        if not 0 <= k < n:
+            raise ValueError(f"part {k} of {n}")
+        if n == 1:
+            return
+        perf = self.perf
+        if perf.pipe_mode:
+            if k:
+                self.empty = True  # a pipe is not split: part 0 is all of it
+            return
+        targets = perf.split_targets(n)
+        for target in targets[:k]:  # walk the chain of split points as -j n's workers do
+            split = perf.split_point(target, threads=True)
+            if split is None:
+                self.empty = True
+                return
+            perf.restrict(split, perf.data_range[1])
+        if k < n - 1:
+            perf.stop_at_split(targets[k])
+
     def __iter__(self) -> Iterator[Event]:
+        if self.empty:
+            return
         convert, fields = self.converter.convert, self.fields
         for sample in self.perf.samples(order=self.order):
             yield convert(sample, fields)
@@ -176,13 +205,16 @@ class EventFile:
 
 def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.open)
          on_error: Callable[[InputError], None] | None = None,
-         fields: Iterable[str] | None = None) -> EventFile:
+         fields: Iterable[str] | None = None,
+         part: tuple[int, int] | None = None) -> EventFile:
     """Open a perf.data file (file or pipe mode; ``"-"``: standard input) for typed events.
 
     ``order``: ``"time"`` (perf-decode's order) or ``"file"``. ``on_error`` receives
     recoverable problems (an unknown sample id...); without it the first is raised
     at the end. ``fields``: decode only the top-level fields of these names (``()``:
     none, for the names and meta alone; every event is still checked whole); None: all.
+    ``part=(k, n)``: only the k-th of n parts of a file-mode file, split where ``-j n``
+    splits it (parts 0..n-1 in turn give every event once, in the same order).
     """
     return EventFile(path, order=order, on_error=on_error,
-                     fields=None if fields is None else frozenset(fields))
+                     fields=None if fields is None else frozenset(fields), part=part)

@@ -86,9 +86,10 @@ def _int32(value: int | None) -> int | None:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def record_batches(paths: Iterable[str], columns: list[str] | None = None
-                   ) -> Iterator[Any]:
-    """Record batches of the events of ``paths`` (in order; each file in time order)."""
+def record_batches(paths: Iterable[str], columns: list[str] | None = None,
+                   part: tuple[int, int] | None = None) -> Iterator[Any]:
+    """Record batches of the events of ``paths`` (in order; each file in time order);
+    ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`)."""
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
@@ -101,7 +102,7 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None
     rows: list[list] = [[] for _ in names]
     count = 0
     for path in paths:
-        with open_events(path, fields=only) as events:
+        with open_events(path, fields=only, part=part) as events:
             for ev in events:
                 for column, get in zip(rows, getters, strict=True):
                     column.append(get(path, ev))

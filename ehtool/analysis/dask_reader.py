@@ -1,4 +1,5 @@
-"""Recordings as a Dask DataFrame: one partition per file, decoded where it runs."""
+"""Recordings as a Dask DataFrame: a partition per file, or per part of a big file,
+decoded where it runs."""
 
 from __future__ import annotations
 
@@ -7,34 +8,69 @@ from typing import Any
 
 from ehtool.analysis.arrow import record_batches, require, schema
 
+#: a file-mode file with more data than this is read as several partitions, split
+#: where ``ehtool decode -j N`` splits it (at FINISHED_ROUND records)
+PARTITION_BYTES = 256 << 20
+
 
 def _expand(paths: str | list[str]) -> list[str]:
-    """A glob, a path or a list of them -> paths (fsspec URLs are kept as they are)."""
+    """Globs, paths and fsspec URLs (globs too: ``s3://bucket/traces/*.data``) -> paths."""
     items = [paths] if isinstance(paths, str) else list(paths)
     out: list[str] = []
     for item in items:
         if "://" in item:
-            out.append(item)
+            out.extend(_expand_url(item))
         else:
             matched = sorted(globbing.glob(item))
             out.extend(matched or [item])
     return out
 
 
-def _partition(path: str, columns: list[str] | None) -> Any:
-    """One file's events as a pandas DataFrame (runs on a worker)."""
+def _expand_url(url: str) -> list[str]:
+    if not any(ch in url for ch in "*?["):
+        return [url]
+    fsspec = require("fsspec")
+    fs, _, found = fsspec.core.get_fs_token_paths(url)
+    return [fs.unstrip_protocol(p) for p in sorted(found)] or [url]
+
+
+def partitions(files: list[str], partition_bytes: int = PARTITION_BYTES
+               ) -> list[tuple[str, tuple[int, int] | None]]:
+    """``(path, part)`` per partition: local file-mode files above ``partition_bytes`` of
+    data in ``ceil(size / partition_bytes)`` parts, everything else whole (None)."""
+    from ehtool.errors import InputError
+    from ehtool.perfdata import PerfDataFile
+
+    out: list[tuple[str, tuple[int, int] | None]] = []
+    for path in files:
+        n = 1
+        if "://" not in path:
+            try:
+                with PerfDataFile.open(path, on_error=lambda err: None) as f:
+                    start, end = f.data_range
+                    if not f.pipe_mode:
+                        n = max(1, -(-(end - start) // partition_bytes))
+            except (InputError, OSError):
+                pass  # the partition reports it where it runs
+        out.extend((path, (k, n) if n > 1 else None) for k in range(n))
+    return out
+
+
+def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | None) -> Any:
+    """One partition's events as a pandas DataFrame (runs on a worker)."""
+    path, part = spec
     pa = require("pyarrow")
     if "://" in path:  # object storage and other fsspec file systems: a local copy first
         import os
+        import shutil
         import tempfile
 
-        import fsspec
-
+        fsspec = require("fsspec")
         with fsspec.open(path, "rb") as src, tempfile.NamedTemporaryFile(
                 suffix=".data", delete=False) as dst:
-            dst.write(src.read())
+            shutil.copyfileobj(src, dst, 1 << 20)
         try:
-            frame = _partition(dst.name, columns)
+            frame = _partition((dst.name, part), columns)
         finally:
             os.unlink(dst.name)
         if "file" in frame:
@@ -42,19 +78,26 @@ def _partition(path: str, columns: list[str] | None) -> Any:
         return frame
     full = schema()
     out = pa.schema([full.field(n) for n in columns]) if columns else full
-    return pa.Table.from_batches(list(record_batches([path], columns)), schema=out).to_pandas()
+    return pa.Table.from_batches(list(record_batches([path], columns, part)),
+                                 schema=out).to_pandas()
 
 
-def read_perfdata(paths: str | list[str], columns: list[str] | None = None) -> Any:
-    """A Dask DataFrame of the events of ``paths`` (a glob, a path, a list, or fsspec URLs
-    such as ``s3://bucket/traces/*.data`` given as a list), one partition per file, with
-    the columns of ``ehtool decode --format parquet`` (or ``columns`` of them)."""
+def read_perfdata(paths: str | list[str], columns: list[str] | None = None,
+                  partition_bytes: int = PARTITION_BYTES) -> Any:
+    """A Dask DataFrame of the events of ``paths`` (a glob, a path, fsspec URLs such as
+    ``s3://bucket/traces/*.data``, or a list of them) with the columns of ``ehtool
+    decode --format parquet`` (or ``columns`` of them). One partition per file; a local
+    file-mode file with more than ``partition_bytes`` of data is split into several,
+    at the points where ``ehtool decode -j N`` splits it, so that a partition's memory
+    stays about ``partition_bytes``' worth of rows. Partitions keep file order and,
+    within a file, perf-decode's event order."""
     dd = require("dask.dataframe")
     files = _expand(paths)
     if not files:
         raise FileNotFoundError(f"no recordings match {paths!r}")
     meta = _partition_meta(columns)
-    return dd.from_map(_partition, files, columns=columns, meta=meta)
+    return dd.from_map(_partition, partitions(files, partition_bytes), columns=columns,
+                       meta=meta)
 
 
 def _partition_meta(columns: list[str] | None) -> Any:

@@ -24,9 +24,13 @@ METADATA = frozenset(int(r) for r in (_R.HEADER_ATTR, _R.HEADER_TRACING_DATA, _R
 _FINISHED_ROUND = int(_R.FINISHED_ROUND)
 
 
+#: records that name threads (COMM, FORK): applied on the way when the part after the
+#: split shows thread names (``split_point(threads=True)``)
+THREADS = frozenset((int(_R.COMM), int(_R.FORK)))
 #: record types the walk to a split point stops at (all others are stepped over)
 _STOPS = bytes(1 if t in METADATA or t in NO_SPLIT or t == _FINISHED_ROUND else 0
                for t in range(256))
+_STOPS_THREADS = bytes(1 if stop or t in THREADS else 0 for t, stop in enumerate(_STOPS))
 
 
 def _hop(buf: Any, pos: int, end: int, big_endian: bool, stops: bytes) -> tuple[int, int, int]:
@@ -56,12 +60,13 @@ def split_here(rtype: int, after: int, middle: int, end: int) -> bool | None:
 class Split:
     """The splitting part of :class:`ehtool.perfdata.PerfDataFile` (its state lives there)."""
 
-    def split_point(self, target: int | None = None) -> int | None:
+    def split_point(self, target: int | None = None, threads: bool = False) -> int | None:
         """The offset just after the first FINISHED_ROUND that ends at or after ``target``
         (default: the middle of the data), walking from the start of the data (file
         mode), so that the parts before and after decode independently and concatenate
         in perf-decode's order; None when there is no such point. The metadata records
-        on the way are applied (the part after needs them)."""
+        on the way are applied (the part after needs them); with ``threads`` also COMM
+        and FORK (thread names)."""
         mm = self._mm
         if mm is None:
             return None
@@ -69,18 +74,19 @@ class Split:
         hop = speedups.hop if speedups is not None else _hop
         pos, end = self._data_start, self._data_end
         middle = pos + (end - pos) // 2 if target is None else target
+        stops, applied = (_STOPS_THREADS, METADATA | THREADS) if threads else (_STOPS, METADATA)
         released = pos
         while pos + 8 <= end:
             if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
                 self._release(released, pos)
                 released = pos
             pos, rtype, size = hop(mm, pos, min(end, pos + _WINDOW * 8), self.big_endian,
-                                   _STOPS)
+                                   stops)
             if rtype < 0:  # the end of this window
                 continue
             if size < 8:
                 return None
-            if rtype in METADATA:  # the next part needs what they say (ids, names...)
+            if rtype in applied:  # the next part needs what they say (ids, names...)
                 pos = self._apply_quietly(rtype, mm, pos, size, end)
                 if pos < 0:
                     return None

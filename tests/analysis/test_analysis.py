@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN
+from golden import GOLDEN, golden_path
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -93,6 +93,34 @@ def test_dask_on_a_local_cluster():
         assert df.npartitions == 2
         counts = df.groupby("provider").size().compute().to_dict()
     assert counts == {"MyProvider": 3, "sched": 35}
+
+
+def test_dask_splits_big_files_and_reads_fsspec_globs(tmp_path):
+    """A file-mode file above partition_bytes is read as several partitions (split as -j N
+    splits it: every event once, in order); an fsspec URL glob is expanded."""
+    distributed = pytest.importorskip("distributed")
+    from ehtool.analysis.arrow import record_batches
+    from ehtool.dask import read_perfdata
+    from ehtool.perfdata.writer import replay_samples
+
+    golden = golden_path("linuxtracepoints/perf.data")
+    big = tmp_path / "big.data"
+    replay_samples(str(golden), str(big), 20000, attr_size=128)
+    whole = pa.Table.from_batches(list(record_batches([str(big)], ["session_time", "event"])))
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        df = read_perfdata(str(big), columns=["session_time", "event"],
+                           partition_bytes=1 << 20)
+        assert df.npartitions == -(-big.stat().st_size // (1 << 20)) > 1
+        got = df.compute()
+        urls = read_perfdata(f"file://{REPO}/examples/*.data", columns=["file", "provider"])
+        assert urls.npartitions == 2
+        by_file = urls.groupby("file").size().compute().to_dict()
+    assert got["session_time"].tolist() == whole.column("session_time").to_pylist()
+    assert got["event"].tolist() == whole.column("event").to_pylist()
+    assert by_file == {f"file://{REPO}/examples/eventheader.data": 3,
+                       f"file://{REPO}/examples/sched.data": 35}
 
 
 def test_the_command_line_does_not_import_the_analysis_libraries():
