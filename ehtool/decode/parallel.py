@@ -24,6 +24,7 @@ import dataclasses
 import gc
 import json
 import os
+import select
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
@@ -225,8 +226,6 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
     """Decode ``paths`` with up to ``options.jobs`` processes at a time, one per input,
     and yield each input's result in argument order. ``decode_one(path, options,
     writer)`` gives an input's batches (one process: its options say jobs=1)."""
-    import time
-
     pending = list(paths)
     running: list[_Running] = []  # in argument order
     try:
@@ -235,18 +234,22 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 path = pending.pop(0)
                 out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
                 report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
+                ended, alive = os.pipe()  # EOF on ``ended`` when the worker is gone
                 pid = os.fork()
                 if pid == 0:  # never returns
+                    os.close(ended)
                     _file_worker(path, options, writer, decode_one, out, report_file)
-                running.append(_Running(path, pid, out, report_file))
-            for r in running:  # reap what ended, so that its slot takes the next input
-                if r.status is None:
-                    done, status = os.waitpid(r.pid, os.WNOHANG)
-                    if done:
-                        r.status = status
+                os.close(alive)
+                running.append(_Running(path, pid, out, report_file, ended))
             head = running[0]
             if head.status is None:
-                time.sleep(0.005)
+                # sleep until a worker ends (any: its slot takes the next input)
+                waiting = {r.ended: r for r in running if r.status is None}
+                readable, _, _ = select.select(list(waiting), [], [])
+                for fd in readable:
+                    r = waiting[fd]
+                    r.status = os.waitpid(r.pid, 0)[1]
+                    os.close(r.ended)
                 continue
             running.pop(0)
             report = WorkerReport.read(head.report_file, head.status)
@@ -265,18 +268,21 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                     os.kill(r.pid, signal.SIGKILL)
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(r.pid, 0)
+                os.close(r.ended)
             r.out.close()
             r.report_file.close()
 
 
 @dataclass
 class _Running:
-    """A file worker: its input, process, output and report files, wait status."""
+    """A file worker: its input, process, output and report files, the read end of a
+    pipe that reaches EOF when it ends, wait status."""
 
     path: str
     pid: int
     out: BinaryIO
     report_file: BinaryIO
+    ended: int
     status: int | None = None
 
 

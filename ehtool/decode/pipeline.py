@@ -50,6 +50,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
         if _side_by_side(inputs, options):
+            _preload(options)
             results = concurrent_files(inputs, options, writer, _one_process_batches)
             for path, result in results:
                 writer.begin_file(path)
@@ -122,6 +123,24 @@ class _Progress:
         if self.report is not None:
             self.done += self.sizes.pop(0)
             self.report(self.done, self.total)
+
+
+def _preload(options: DecodeOptions) -> None:
+    """Import what decoding an input needs before forking a worker per input, so that
+    no worker imports it again (construct alone costs each one ~50 ms)."""
+    if options.input_format == "dat":
+        import ehtool.eventheader.dat
+        import ehtool.render.dat  # noqa: F401
+        return
+    import ehtool.formats.tracefs_format
+    import ehtool.perfdata.reader
+    import ehtool.render.document
+    import ehtool.render.eventheader
+    import ehtool.render.events
+    import ehtool.render.tracefs_fields  # noqa: F401
+    from ehtool.speedups import load
+
+    load()
 
 
 def _input_size(path: str) -> int:
