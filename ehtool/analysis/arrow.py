@@ -25,10 +25,10 @@ fields             string                    JSON object of the fields (typed va
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ehtool.errors import UsageError
+from ehtool.errors import InputError, UsageError
 
 #: rows per record batch (memory stays bounded whatever the input size)
 BATCH_ROWS = 16384
@@ -87,9 +87,12 @@ def _int32(value: int | None) -> int | None:
 
 
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
-                   part: tuple[int, int] | None = None) -> Iterator[Any]:
+                   part: tuple[int, int] | None = None,
+                   on_error: Callable[[InputError], None] | None = None) -> Iterator[Any]:
     """Record batches of the events of ``paths`` (in order; each file in time order);
-    ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`)."""
+    ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`).
+    A file's problems raise at its end (its complete events were yielded), unless
+    ``on_error`` takes the recoverable ones."""
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
@@ -102,15 +105,20 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     rows: list[list] = [[] for _ in names]
     count = 0
     for path in paths:
-        with open_events(path, fields=only, part=part) as events:
-            for ev in events:
-                for column, get in zip(rows, getters, strict=True):
-                    column.append(get(path, ev))
-                count += 1
-                if count == BATCH_ROWS:
-                    yield _batch(pa, rows, out_schema)
-                    rows = [[] for _ in names]
-                    count = 0
+        try:
+            with open_events(path, fields=only, part=part, on_error=on_error) as events:
+                for ev in events:
+                    for column, get in zip(rows, getters, strict=True):
+                        column.append(get(path, ev))
+                    count += 1
+                    if count == BATCH_ROWS:
+                        yield _batch(pa, rows, out_schema)
+                        rows = [[] for _ in names]
+                        count = 0
+        except InputError:
+            if count:  # the complete events before the problem, then the problem
+                yield _batch(pa, rows, out_schema)
+            raise
     if count:
         yield _batch(pa, rows, out_schema)
 
@@ -159,22 +167,3 @@ def columns_for(sql: str) -> list[str] | None:
     words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
     names = [n for n in schema().names if n in words]
     return names or ["cpu"]
-
-
-def reader(paths: Iterable[str], columns: list[str] | None = None) -> Any:
-    """A ``pyarrow.RecordBatchReader`` over the events of ``paths``."""
-    pa = require("pyarrow")
-    full = schema()
-    out = pa.schema([full.field(n) for n in columns]) if columns else full
-    return pa.RecordBatchReader.from_batches(out, record_batches(paths, columns))
-
-
-def write_parquet(paths: Iterable[str], out: Any) -> int:
-    """Write the events of ``paths`` to a Parquet file (path or binary file); rows written."""
-    pq = require("pyarrow.parquet")
-    rows = 0
-    with pq.ParquetWriter(out, schema()) as writer:
-        for batch in record_batches(paths):
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    return rows

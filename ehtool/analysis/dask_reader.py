@@ -7,6 +7,7 @@ import glob as globbing
 from typing import Any
 
 from ehtool.analysis.arrow import record_batches, require, schema
+from ehtool.analysis.parallel import partitions
 
 #: a file-mode file with more data than this is read as several partitions, split
 #: where ``ehtool decode -j N`` splits it (at FINISHED_ROUND records)
@@ -32,28 +33,6 @@ def _expand_url(url: str) -> list[str]:
     fsspec = require("fsspec")
     fs, _, found = fsspec.core.get_fs_token_paths(url)
     return [fs.unstrip_protocol(p) for p in sorted(found)] or [url]
-
-
-def partitions(files: list[str], partition_bytes: int = PARTITION_BYTES
-               ) -> list[tuple[str, tuple[int, int] | None]]:
-    """``(path, part)`` per partition: local file-mode files above ``partition_bytes`` of
-    data in ``ceil(size / partition_bytes)`` parts, everything else whole (None)."""
-    from ehtool.errors import InputError
-    from ehtool.perfdata import PerfDataFile
-
-    out: list[tuple[str, tuple[int, int] | None]] = []
-    for path in files:
-        n = 1
-        if "://" not in path:
-            try:
-                with PerfDataFile.open(path, on_error=lambda err: None) as f:
-                    start, end = f.data_range
-                    if not f.pipe_mode:
-                        n = max(1, -(-(end - start) // partition_bytes))
-            except (InputError, OSError):
-                pass  # the partition reports it where it runs
-        out.extend((path, (k, n) if n > 1 else None) for k in range(n))
-    return out
 
 
 def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | None) -> Any:

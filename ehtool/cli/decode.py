@@ -164,8 +164,9 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     if split_dir is not None and out_format != "parquet":
         raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
     if out_format == "parquet":
-        _parquet(inputs, output, split_dir, providers or events or comms or pids or tids
-                 or cpus or expr or since or until or level is not None or keyword is not None)
+        _parquet(inputs, output, split_dir, jobs or available_cpus(),
+                 providers or events or comms or pids or tids or cpus or expr or since
+                 or until or level is not None or keyword is not None)
         return
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
@@ -276,11 +277,12 @@ def _openable(path: str) -> bool:
     return not os.path.isdir(path)
 
 
-def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
+def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None, jobs: int,
              filtered: Any) -> None:
-    """``--format parquet``: the rows of ``ehtool.analysis.arrow``, to -o FILE or a pipe,
-    or (``--split-by-event``) a directory of datasets per event name."""
-    from ehtool.analysis.arrow import require, write_parquet
+    """``--format parquet``: the rows of ``ehtool.analysis.arrow`` (on ``jobs`` processes),
+    to -o FILE or a pipe, or (``--split-by-event``) a directory of datasets per event."""
+    from ehtool.analysis.arrow import require
+    from ehtool.analysis.parallel import write_parquet
     from ehtool.decode.atomic import atomic_directory, atomic_output
 
     if filtered:
@@ -303,11 +305,11 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
         raise click.UsageError("Parquet is binary: write it with -o FILE or to a pipe")
     require("pyarrow.parquet")
     if output is None or output == "-":
-        write_parquet(inputs, sys.stdout.buffer)
+        write_parquet(list(inputs), sys.stdout.buffer, jobs)
         return
     _first_input_error(inputs)  # when none opens, FILE is left as it was
     with atomic_output(output) as out:
-        write_parquet(inputs, out)
+        write_parquet(list(inputs), out, jobs)
 
 
 def _same_terminal(output: str | None) -> bool:

@@ -13,7 +13,11 @@ import click
                 type=click.Path(allow_dash=True))
 @click.option("--format", "out_format", type=click.Choice(["table", "csv", "jsonl"]),
               default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
-def query(sql: str, inputs: tuple[str, ...], out_format: str | None) -> None:
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Decode with N processes (default: the CPUs available to ehtool): files "
+                   "side by side, a big file in parts split as 'ehtool decode -j N' splits "
+                   "it; the rows and their order are those of -j 1.")
+def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int | None) -> None:
     """Run SQL over a view 'events' of the recordings FILE... (one row per event, the
     columns of 'ehtool decode --format parquet': file, time, session_time, cpu, pid,
     tid, comm, provider, event, level, keyword, opcode, id, version, activity,
@@ -27,12 +31,14 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None) -> None:
       ehtool query "select fields->>'status' as status, count(*) from events
                     where event = 'Request' group by all" perf.data
     """
-    from ehtool.analysis.arrow import columns_for, reader, require
+    from ehtool.analysis.arrow import columns_for, require
+    from ehtool.analysis.parallel import reader
+    from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
     duckdb = require("duckdb")
     con = duckdb.connect()
-    con.register("events", reader(list(inputs), columns_for(sql)))
+    con.register("events", reader(list(inputs), columns_for(sql), jobs or available_cpus()))
     try:
         result = con.sql(sql)
     except duckdb.Error as exc:

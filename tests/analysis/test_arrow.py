@@ -52,7 +52,7 @@ def test_parts_are_the_file_in_order(name):
 
 def test_a_big_file_is_split_into_partitions(tmp_path):
     from ehtool.analysis.arrow import record_batches
-    from ehtool.analysis.dask_reader import partitions
+    from ehtool.analysis.parallel import partitions
     from ehtool.perfdata.writer import replay_samples
     from golden import golden_path
 

@@ -1,0 +1,234 @@
+"""Arrow record batches from several processes (``--format parquet -j N``, ``ehtool
+query -j N``): the same rows, in the same order, as :func:`record_batches` in one.
+
+The inputs are cut into parts: a file per part, and a big file-mode file into
+several, split where ``ehtool decode -j N`` splits it (``ehtool.open(part=(k, n))``).
+Up to N forked workers decode a part each into an Arrow IPC file; this process
+yields the parts in order as they complete. Errors come out as they would from one
+process: a file's recoverable problems raise at its end (after its rows), a fatal one
+after the rows before it, and nothing after the first file that raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ehtool.analysis.arrow import record_batches, require, schema
+from ehtool.errors import EhtoolError, InputError, SignalExit, combined
+
+#: the smallest part a file is split into (smaller files are one part)
+PART_MIN_BYTES = 32 << 20
+
+
+@dataclass
+class _Part:
+    path: str
+    part: tuple[int, int] | None
+    last: bool  # the last part of its file
+    pid: int = 0
+    out: IO[bytes] | None = None
+    report: IO[bytes] | None = None
+    ended: int = -1  # read end of a pipe: EOF when the worker is gone
+    status: int | None = None
+
+
+@dataclass
+class _Report:
+    problems: list[str] = field(default_factory=list)
+    fatal: str | None = None
+    internal: str | None = None
+    signal: int = 0
+
+
+def partitions(files: list[str], partition_bytes: int
+               ) -> list[tuple[str, tuple[int, int] | None]]:
+    """``(path, part)`` per partition: local file-mode files above ``partition_bytes`` of
+    data in ``ceil(size / partition_bytes)`` parts, everything else whole (None)."""
+    from ehtool.errors import InputError
+    from ehtool.perfdata import PerfDataFile
+
+    out: list[tuple[str, tuple[int, int] | None]] = []
+    for path in files:
+        n = 1
+        if "://" not in path:
+            try:
+                with PerfDataFile.open(path, on_error=lambda err: None) as f:
+                    start, end = f.data_range
+                    if not f.pipe_mode:
+                        n = max(1, -(-(end - start) // partition_bytes))
+            except (InputError, OSError):
+                pass  # the partition reports it where it runs
+        out.extend((path, (k, n) if n > 1 else None) for k in range(n))
+    return out
+
+
+def parts(paths: list[str], jobs: int) -> list[_Part]:
+    """The parts of ``paths`` for ``jobs`` processes."""
+    total = sum(_size(p) for p in paths)
+    per_part = max(PART_MIN_BYTES, total // max(1, jobs))
+    specs = partitions(paths, per_part)
+    return [_Part(path, part, part is None or part[0] == part[1] - 1) for path, part in specs]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1
+            ) -> Iterator[Any]:
+    """:func:`ehtool.analysis.arrow.record_batches` of ``paths`` on up to ``jobs``
+    processes (one when ``jobs`` is 1, a path is ``-``, or there is one part)."""
+    todo = parts(paths, jobs) if jobs > 1 and "-" not in paths else []
+    if len(todo) < 2:
+        yield from record_batches(paths, columns)
+        return
+    pa = require("pyarrow")
+    _preload()
+    running: list[_Part] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    try:
+        while todo or running:
+            while todo and sum(p.status is None for p in running) < jobs:
+                running.append(_start(todo.pop(0), columns))
+            head = running[0]
+            if head.status is None:
+                _wait(running)
+                continue
+            running.pop(0)
+            report = _read_report(head)
+            if report.signal:
+                raise SignalExit(report.signal)
+            if report.internal:
+                raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
+            head.out.seek(0)
+            if head.out.read(1):
+                head.out.seek(0)
+                yield from pa.ipc.open_stream(head.out)
+            head.out.close()
+            # a later part of a file meets the file's open-time problems again: once each
+            fresh = [m for m in report.problems if m not in seen]
+            seen.update(fresh)
+            problems += fresh
+            if report.fatal:  # as one process: the fatal error, not the problems before it
+                raise InputError(report.fatal)
+            if head.last:
+                if problems:
+                    raise combined([InputError(m) for m in problems])
+                seen.clear()
+    finally:
+        for p in running:
+            if p.status is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(p.pid, 0)
+                os.close(p.ended)
+            for f in (p.out, p.report):
+                if f is not None:
+                    f.close()
+
+
+def _preload() -> None:
+    """Import what a worker needs before forking (each would import it again)."""
+    import ehtool.eventheader.decoder
+    import ehtool.events
+    import ehtool.formats.values
+    import ehtool.perfdata.reader  # noqa: F401
+    from ehtool.speedups import load
+
+    load()
+
+
+def _start(p: _Part, columns: list[str] | None) -> _Part:
+    p.out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
+    p.report = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
+    ended, alive = os.pipe()
+    p.pid = os.fork()
+    if p.pid == 0:  # never returns
+        os.close(ended)
+        _worker(p, columns)
+    os.close(alive)
+    p.ended = ended
+    return p
+
+
+def _wait(running: list[_Part]) -> None:
+    """Sleep until a worker ends; reap it."""
+    waiting = {p.ended: p for p in running if p.status is None}
+    readable, _, _ = select.select(list(waiting), [], [])
+    for fd in readable:
+        p = waiting[fd]
+        p.status = os.waitpid(p.pid, 0)[1]
+        os.close(fd)
+
+
+def _worker(p: _Part, columns: list[str] | None) -> None:
+    """Decode one part into ``p.out`` as an Arrow IPC stream, report, exit."""
+    report = _Report()
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        pa = require("pyarrow")
+        problems: list[InputError] = []
+        writer = None
+        try:
+            for batch in record_batches([p.path], columns, p.part, problems.append):
+                if writer is None:
+                    writer = pa.ipc.new_stream(p.out, batch.schema)
+                writer.write_batch(batch)
+        except InputError as exc:
+            report.fatal = str(exc)
+        finally:
+            if writer is not None:
+                writer.close()
+        report.problems = [str(e) for e in problems]
+    except BaseException as exc:  # noqa: BLE001 - the caller reports it
+        report.internal = f"{type(exc).__name__}: {exc}"
+    finally:
+        with contextlib.suppress(BaseException):
+            p.out.flush()
+            p.report.write(json.dumps(report.__dict__).encode())
+            p.report.flush()
+        os._exit(0)
+
+
+def _read_report(p: _Part) -> _Report:
+    if os.WIFSIGNALED(p.status):
+        return _Report(signal=os.WTERMSIG(p.status))
+    p.report.seek(0)
+    try:
+        return _Report(**json.loads(p.report.read()))
+    except (ValueError, TypeError):
+        return _Report(internal=f"the worker died (wait status {p.status})")
+
+
+def reader(paths: list[str], columns: list[str] | None = None, jobs: int = 1) -> Any:
+    """A ``pyarrow.RecordBatchReader`` over the events of ``paths`` (``jobs`` processes)."""
+    pa = require("pyarrow")
+    full = schema()
+    out = pa.schema([full.field(n) for n in columns]) if columns else full
+    return pa.RecordBatchReader.from_batches(out, batches(paths, columns, jobs))
+
+
+def write_parquet(paths: list[str], out: Any, jobs: int = 1) -> int:
+    """Write the events of ``paths`` to a Parquet file (path or binary file) with ``jobs``
+    processes; rows written."""
+    pq = require("pyarrow.parquet")
+    rows = 0
+    with pq.ParquetWriter(out, schema()) as writer:
+        for batch in batches(paths, None, jobs):
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows

@@ -1,0 +1,112 @@
+"""Parquet and query on N processes: the rows, their order and the errors of one."""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from golden import golden_path
+
+pytest.importorskip("pyarrow")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def collect(paths: list[str], jobs: int, columns=None) -> tuple[list[dict], str | None]:
+    from ehtool.analysis.parallel import batches
+    from ehtool.errors import EhtoolError
+
+    rows: list[dict] = []
+    try:
+        for batch in batches(paths, columns, jobs):
+            rows += batch.to_pylist()
+    except EhtoolError as exc:
+        return rows, str(exc)
+    return rows, None
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    from ehtool.perfdata.writer import replay_samples
+
+    path = tmp_path_factory.mktemp("parallel") / "mix.data"
+    replay_samples(str(golden_path("linuxtracepoints/perf.data")), str(path), 20000,
+                   attr_size=128)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def small_parts(monkeypatch):
+    monkeypatch.setattr("ehtool.analysis.parallel.PART_MIN_BYTES", 1 << 18)
+
+
+@pytest.mark.parametrize("jobs", [2, 3, 4, 7])
+def test_same_rows_in_the_same_order(big, jobs):
+    from ehtool.analysis.parallel import parts
+
+    paths = [str(REPO / "examples" / "sched.data"), str(big),
+             str(REPO / "tests" / "data" / "sched-pipe.data"),
+             str(REPO / "examples" / "eventheader.data")]
+    assert len(parts(paths, jobs)) > len(paths)  # the big file is cut
+    assert collect(paths, jobs) == collect(paths, 1)
+    assert collect(paths, jobs, ["provider", "cpu"]) == collect(paths, 1, ["provider", "cpu"])
+
+
+def _damaged(big: Path, tmp_path: Path, seed: int) -> Path:
+    """A copy with a few sample ids changed past the first part (recoverable problems)."""
+    data = bytearray(big.read_bytes())
+    rng = random.Random(seed)
+    pos, hits = len(data) // 3, 0
+    while hits < 3:
+        pos = data.find(b"\x09\x00\x00\x00", pos + 1)  # a SAMPLE header
+        if rng.random() < 0.001:
+            struct.pack_into("<Q", data, pos + 8, 0xDEAD0000 + hits)  # its IDENTIFIER
+            hits += 1
+    out = tmp_path / f"damaged-{seed}.data"
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_problems_are_reported_as_one_process_does(big, tmp_path, jobs):
+    damaged = _damaged(big, tmp_path, 1)
+    paths = [str(REPO / "examples" / "sched.data"), str(damaged), str(big)]
+    rows, error = collect(paths, jobs)
+    assert error is not None and "matches no event" in error and "more problems" in error
+    assert len(rows) == 35 + 20000 - 3  # every complete event, then the problems
+    assert (rows, error) == collect(paths, 1)
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_a_cut_or_missing_file_ends_where_one_process_ends(big, tmp_path, jobs):
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(big.read_bytes()[:big.stat().st_size * 2 // 3])
+    for paths in ([str(REPO / "examples" / "sched.data"), str(cut), str(big)],
+                  [str(big), str(tmp_path / "missing.data"), str(big)]):
+        rows, error = collect(paths, jobs)
+        assert error is not None and rows
+        assert (rows, error) == collect(paths, 1)
+
+
+def test_query_and_parquet_take_jobs(big, tmp_path):
+    import subprocess
+    import sys
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("duckdb")
+    outs = []
+    for jobs in ("1", "3"):
+        out = tmp_path / f"j{jobs}.parquet"
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                               "-j", jobs, "-o", str(out), str(big)], capture_output=True,
+                              cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        outs.append(pq.read_table(out))
+    assert outs[0].equals(outs[1])
+    done = subprocess.run([sys.executable, "-m", "ehtool", "query", "-j", "3", "--format", "csv",
+                           "select count(*), sum(cpu) from events", str(big)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == f"20000,{sum(outs[0].column('cpu').to_pylist())}"
