@@ -214,12 +214,29 @@ def _read_report(p: _Part) -> _Report:
         return _Report(internal=f"the worker died (wait status {p.status})")
 
 
-def reader(paths: list[str], columns: list[str] | None = None, jobs: int = 1) -> Any:
-    """A ``pyarrow.RecordBatchReader`` over the events of ``paths`` (``jobs`` processes)."""
-    pa = require("pyarrow")
-    full = schema()
-    out = pa.schema([full.field(n) for n in columns]) if columns else full
-    return pa.RecordBatchReader.from_batches(out, batches(paths, columns, jobs))
+class Source:
+    """The record batches of :func:`batches` for a consumer that wraps exceptions (DuckDB
+    reports a Python error inside its stream as its own): the one raised is kept in
+    :attr:`error`, so the caller can raise it as it was (an input error, a signal)."""
+
+    def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
+        pa = require("pyarrow")
+        full = schema()
+        self.schema = pa.schema([full.field(n) for n in columns]) if columns else full
+        self.batches = batches(paths, columns, jobs)
+        self.error: BaseException | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self.batches
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def reader(self) -> Any:
+        """A ``pyarrow.RecordBatchReader`` over the batches."""
+        pa = require("pyarrow")
+        return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
 
 def write_parquet(paths: list[str], out: Any, jobs: int = 1) -> int:

@@ -158,15 +158,17 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         raise click.BadParameter(f"{fields_key!r} is a key of every event",
                                  param_hint="--fields-key")
     if out_format == "text":
-        _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
-              or since or until or level is not None or keyword is not None)
+        with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
+            _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
+                  or since or until or level is not None or keyword is not None)
         return
     if split_dir is not None and out_format != "parquet":
         raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
     if out_format == "parquet":
-        _parquet(inputs, output, split_dir, jobs or available_cpus(),
-                 providers or events or comms or pids or tids or cpus or expr or since
-                 or until or level is not None or keyword is not None)
+        with exit_on_signals():  # as above; the parts' workers are ended too
+            _parquet(inputs, output, split_dir, jobs or available_cpus(),
+                     providers or events or comms or pids or tids or cpus or expr or since
+                     or until or level is not None or keyword is not None)
         return
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")

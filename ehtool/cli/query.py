@@ -32,17 +32,31 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
                     where event = 'Request' group by all" perf.data
     """
     from ehtool.analysis.arrow import columns_for, require
-    from ehtool.analysis.parallel import reader
+    from ehtool.analysis.parallel import Source
+    from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
     duckdb = require("duckdb")
     con = duckdb.connect()
-    con.register("events", reader(list(inputs), columns_for(sql), jobs or available_cpus()))
-    try:
-        result = con.sql(sql)
-    except duckdb.Error as exc:
-        raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
+    source = Source(list(inputs), columns_for(sql), jobs or available_cpus())
+    con.register("events", source.reader())
+    with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, the workers ended
+        try:
+            _run(con, sql, out_format)
+        except Exception as exc:
+            if source.error is not None:  # an input error, a signal: as it was raised
+                raise source.error from None
+            if isinstance(exc, duckdb.Error):
+                raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
+            if str(exc) == "Query interrupted":  # DuckDB's word for the SIGINT it saw
+                raise KeyboardInterrupt from None
+            raise
+
+
+def _run(con, sql: str, out_format: str | None) -> None:
+    """Run ``sql`` and print its result."""
+    result = con.sql(sql)
     if result is None:
         return
     out_format = out_format or ("table" if sys.stdout.isatty() else "csv")

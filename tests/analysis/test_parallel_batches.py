@@ -110,3 +110,77 @@ def test_query_and_parquet_take_jobs(big, tmp_path):
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1] == f"20000,{sum(outs[0].column('cpu').to_pylist())}"
+
+
+def test_query_input_errors_are_one_line(tmp_path):
+    """An input error inside DuckDB's stream is the input's error (exit 1, one line),
+    not DuckDB's wrapping of it."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("duckdb")
+    cut = tmp_path / "cut.data"
+    cut.write_bytes((REPO / "examples" / "sched.data").read_bytes()[:30000])
+    for path, words in ((cut, "truncated file"), (tmp_path / "nosuch.data", "cannot open")):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "query",
+                               "select count(*) from events", str(path)],
+                              capture_output=True, text=True, cwd=REPO)
+        assert done.returncode == 1
+        assert done.stderr.startswith(f"ehtool: error: {path}") and words in done.stderr
+        assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "signum"), [
+    (["query", "-j", "2", "--format", "csv", "select count(*) from events"], "TERM"),
+    (["query", "-j", "2", "--format", "csv", "select count(*) from events"], "INT"),
+    (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "TERM"),
+])
+def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signum):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("duckdb")
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"before")
+    args = [a if a != "OUT" else str(out) for a in argv]
+    copies = [str(big)] * 8  # long enough to be stopped while workers run
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", *args, *copies], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _children(proc.pid):
+        time.sleep(0.05)
+    assert _children(proc.pid), "no worker started"
+    sig = getattr(signal, f"SIG{signum}")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and "internal error" not in err
+    assert out.read_bytes() == b"before" and [p.name for p in tmp_path.iterdir()] == [
+        "out.parquet"]
+    time.sleep(0.2)
+    assert not _running_with(str(big)), "a worker outlived the command"
+
+
+def _running_with(arg: str) -> list[int]:
+    """Processes whose command line has ``arg`` (the workers are forks of the command)."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
