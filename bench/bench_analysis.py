@@ -7,6 +7,7 @@ decode of the same file: wall time and peak RSS of each.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,13 +46,15 @@ def main() -> None:
     ehtool = [sys.executable, "-m", "ehtool"]
     print(f"{args.events:,} events ({data.stat().st_size / 1e6:.0f} MB, the reference "
           "recording's samples replayed)")
+    jobs = str(len(os.sched_getaffinity(0)))
+    sql = "select provider, event, count(*) from events group by all order by 3 desc"
     for label, argv in (
         ("decode --format jsonl", [*ehtool, "decode", "--format", "jsonl", str(data)]),
-        ("decode --format parquet", [*ehtool, "decode", "--format", "parquet", "-o",
-                                     str(work / "out.parquet"), str(data)]),
-        ("query group-by", [*ehtool, "query", "--format", "csv",
-                            "select provider, event, count(*) from events group by all "
-                            "order by 3 desc", str(data)]),
+        *((f"decode --format parquet -j {j}",
+           [*ehtool, "decode", "--format", "parquet", "-j", j, "-o",
+            str(work / "out.parquet"), str(data)]) for j in ("1", jobs)),
+        *((f"query group-by -j {j}", [*ehtool, "query", "-j", j, "--format", "csv", sql,
+                                      str(data)]) for j in ("1", jobs)),
     ):
         wall, rss = run(argv)
         print(f"{label:26} {wall:7.2f} s  {args.events / wall:10,.0f} events/s  "
