@@ -22,7 +22,13 @@ from ehtool.decode.expression import (
     meta_name,
     plain,
 )
+from ehtool.eventheader.decoder import field_extractor
+from ehtool.eventheader.enums import HeaderFlags
 from ehtool.formats.values import field_value
+
+#: extractors kept per file before the cache is emptied (as the JSON renderer's plans)
+PLAN_CACHE_MAX = 4096
+_LITTLE_ENDIAN = int(HeaderFlags.LITTLE_ENDIAN)
 
 
 def parse_when(text: str) -> tuple[str, int]:
@@ -179,6 +185,7 @@ class Selection:
         self._eventheader: Any = None  # the JSON renderer's decoder, made when needed
         self._identities: dict[Any, tuple[str, int] | None] = {}
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
+        self._extractors: dict[Any, Callable[[bytes, int, int], Any] | None] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -299,38 +306,54 @@ class Selection:
 
     def _eventheader_view_maker(self, tracepoint: str,
                                 offset: int) -> Callable[[Any], dict[str, Any]]:
-        """Views of an EventHeader tracepoint's samples. An event none of whose top-level
-        fields the expression names needs no typed decode: the JSON renderer's cache
-        (C speed; it also checks the whole event) gives its header and names, and the
-        view is built from them, as :func:`event_view` would build it. Any other event
-        (a named field, malformed, not EventHeader) goes through the typed event."""
+        """Views of an EventHeader tracepoint's samples, as :func:`event_view` builds them
+        from the typed event, without one: the JSON renderer's cache (C speed; it also
+        checks the whole event) gives the header, the names and where the payload
+        starts, and the top-level fields the expression names are read by a field
+        extractor made once per metadata (``field_extractor``: their values as the
+        typed decoder has them). A malformed event or one that is not EventHeader goes
+        through the typed event (the plain tracepoint view)."""
 
         keys, meta_keys = self._fields, self._meta_keys
         convert = self._convert
         decode = self._json_decoder().decode_parts
-        named: dict[Any, bool] = {}  # plan -> whether it has a field the expression names
+        #: plan -> the extractor of the fields the expression names, None when it has none
+        extractors = self._extractors
+        only = frozenset(k.encode("utf-8", "surrogateescape") for k in keys)
         sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys]
         comm = "comm" in keys or "comm" in meta_keys
+        names = [k for k in ("n", "provider", "event") if k in keys]
 
         def typed(sample: Any) -> dict[str, Any]:
             return event_view(convert(sample, keys), keys, meta_keys)
 
         def make(sample: Any) -> dict[str, Any]:
+            raw = sample.raw
             try:
-                parts = decode(tracepoint, sample.raw, offset)
+                parts = decode(tracepoint, raw, offset)
             except ValueError:  # malformed: the typed event is the plain tracepoint
                 return typed(sample)
             if parts is None:
                 return typed(sample)
             info = parts[3]
-            has = named.get(info.plan)
-            if has is None:
-                if len(named) > 4096:
-                    named.clear()
-                has = named[info.plan] = any(
-                    d.name.decode("utf-8", "replace") in keys for d in info.plan.fields)
-            if has:
-                return typed(sample)
+            plan = info.plan
+            try:
+                extract = extractors[plan]
+            except KeyError:
+                if len(extractors) >= PLAN_CACHE_MAX:
+                    extractors.clear()
+                extract = extractors[plan] = (
+                    field_extractor(plan.fields, info.flags & _LITTLE_ENDIAN != 0, only)
+                    if any(d.name in only for d in plan.fields) else None)
+            view: dict[str, Any] = {}
+            for key in names:
+                view[key] = (f"{info.provider}:{info.event_name}" if key == "n"
+                             else info.provider if key == "provider" else info.event_name)
+            if extract is not None:
+                for name, value in extract(raw if type(raw) is bytes else bytes(raw),
+                                           parts[6], offset):
+                    if name not in view:
+                        view[name] = plain(value)
             meta = _eventheader_meta(info, parts[4], parts[5])
             for key in sample_keys:
                 value = getattr(sample, key)
@@ -340,9 +363,6 @@ class Selection:
                 thread = self._comm(sample)
                 if thread is not None:
                     meta["comm"] = thread
-            view: dict[str, Any] = {}
-            if "n" in keys:
-                view["n"] = f"{info.provider}:{info.event_name}"
             for key in keys:
                 if key not in view and key in meta:
                     view[key] = meta[key]
