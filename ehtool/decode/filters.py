@@ -186,6 +186,7 @@ class Selection:
         self._identities: dict[Any, tuple[str, int] | None] = {}
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
         self._extractors: dict[Any, Callable[[bytes, int, int], Any] | None] = {}
+        self._shared: dict[Any, tuple] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -295,12 +296,12 @@ class Selection:
                                                                                offset)
         if tracepoint is not None:
             try:
-                parts = self._json_decoder().decode_parts(tracepoint[0], sample.raw,
-                                                          tracepoint[1])
+                parts = self._json_decoder().check_parts(tracepoint[0], sample.raw,
+                                                         tracepoint[1])
             except ValueError:
                 parts = None
             if parts is not None:
-                info = parts[3]
+                info = parts[0]
                 return info.provider, info.event_name, info.level, info.keyword
         return self._identify(sample)
 
@@ -316,26 +317,27 @@ class Selection:
 
         keys, meta_keys = self._fields, self._meta_keys
         convert = self._convert
-        decode = self._json_decoder().decode_parts
-        #: plan -> the extractor of the fields the expression names, None when it has none
+        check = self._json_decoder().check_parts
+        #: plan -> the extractor of the fields the expression names (None: it has none)
         extractors = self._extractors
+        #: EventInfo -> what its events' views share (see ``shared``)
+        shared_parts = self._shared
         only = frozenset(k.encode("utf-8", "surrogateescape") for k in keys)
-        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys]
-        comm = "comm" in keys or "comm" in meta_keys
-        names = [k for k in ("n", "provider", "event") if k in keys]
+        head_keys = [k for k in ("n", "provider", "event") if k in keys]
+        wanted = keys | meta_keys
+        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in wanted]
+        comm = "comm" in wanted
+        #: whether the meta differs between events of one EventInfo
+        per_event = bool(sample_keys or comm or wanted & {"activity", "relatedActivity",
+                                                          "related_activity"})
 
         def typed(sample: Any) -> dict[str, Any]:
             return event_view(convert(sample, keys), keys, meta_keys)
 
-        def make(sample: Any) -> dict[str, Any]:
-            raw = sample.raw
-            try:
-                parts = decode(tracepoint, raw, offset)
-            except ValueError:  # malformed: the typed event is the plain tracepoint
-                return typed(sample)
-            if parts is None:
-                return typed(sample)
-            info = parts[3]
+        def shared(info: Any) -> tuple:
+            """(the whole view when no event of ``info`` differs, else None; the view's
+            n/provider/event; the extractor; the header meta; the view's keys from it;
+            its meta keys from it)."""
             plan = info.plan
             try:
                 extract = extractors[plan]
@@ -343,18 +345,50 @@ class Selection:
                 if len(extractors) >= PLAN_CACHE_MAX:
                     extractors.clear()
                 extract = extractors[plan] = (
-                    field_extractor(plan.fields, info.flags & _LITTLE_ENDIAN != 0, only)
+                    field_extractor(plan.fields, bool(info.flags & _LITTLE_ENDIAN), only)
                     if any(d.name in only for d in plan.fields) else None)
-            view: dict[str, Any] = {}
-            for key in names:
-                view[key] = (f"{info.provider}:{info.event_name}" if key == "n"
-                             else info.provider if key == "provider" else info.event_name)
+            names = {"n": f"{info.provider}:{info.event_name}", "provider": info.provider,
+                     "event": info.event_name}
+            head = {k: names[k] for k in head_keys}
+            meta = _eventheader_meta(info, None, None)
+            from_meta = {k: meta[k] for k in keys if k in meta and k not in head}
+            meta_view = {k: meta[k] for k in meta_keys if k in meta}
+            whole = None
+            if extract is None and not per_event:
+                whole = {**head, **from_meta}
+                if meta_keys:
+                    whole["meta"] = meta_view
+            if len(shared_parts) >= PLAN_CACHE_MAX:
+                shared_parts.clear()
+            entry = shared_parts[info] = (whole, head, extract, meta, from_meta, meta_view)
+            return entry
+
+        def make(sample: Any) -> dict[str, Any]:
+            raw = sample.raw
+            try:
+                parts = check(tracepoint, raw, offset)
+            except ValueError:  # malformed: the typed event is the plain tracepoint
+                return typed(sample)
+            if parts is None:
+                return typed(sample)
+            entry = shared_parts.get(parts[0]) or shared(parts[0])
+            if entry[0] is not None:
+                return entry[0]
+            _, head, extract, meta, from_meta, meta_view = entry
+            view = dict(head)
             if extract is not None:
                 for name, value in extract(raw if type(raw) is bytes else bytes(raw),
-                                           parts[6], offset):
+                                           parts[3], offset):
                     if name not in view:
                         view[name] = plain(value)
-            meta = _eventheader_meta(info, parts[4], parts[5])
+            if not per_event:
+                for key, value in from_meta.items():
+                    if key not in view:
+                        view[key] = value
+                if meta_keys:
+                    view["meta"] = meta_view
+                return view
+            meta = _eventheader_meta(*parts[:3])
             for key in sample_keys:
                 value = getattr(sample, key)
                 if value is not None:

@@ -30,6 +30,7 @@ from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG, ExtensionKind
 from ehtool.eventheader.grammar import EventHeaderError, extension_struct
 from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.render.style import JsonStyle
+from ehtool.speedups import load
 from ehtool.values import text as v
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
@@ -37,6 +38,8 @@ __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"
 _EXTENSION = {True: extension_struct(True), False: extension_struct(False)}
 #: an activity-id extension followed by another (the metadata)
 _ACTIVITY_CHAINED = ExtensionKind.ACTIVITY_ID | EXTENSION_KIND_CHAIN_FLAG
+#: the formatter loop's cache lookup (``_speedups.fast_hit``), None without the C module
+_fast_hit = getattr(load(), "fast_hit", None)
 _META_KEYS = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
               "relatedActivity")
 
@@ -176,6 +179,24 @@ class EventHeaderDecoder:
                     elif data.startswith(expect, offset + 12 + activity_size):
                         return self._with_activity(data, offset, hit)
         return self._decode_slow(tracepoint_name, data, offset)
+
+    def check_parts(self, tracepoint_name: str, data: bytes | memoryview,
+                    offset: int = 0) -> tuple | None:
+        """What filters need of :meth:`decode_parts`, without the JSON:
+        ``(info, activity, related_activity, payload)`` or None, raising as it raises
+        (the whole event is checked: bounds, terminators and limits by the C walk,
+        :meth:`Plan.check <ehtool.render.plan.Plan>`, for the formatter loop's hits)."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        if _fast_hit is not None:
+            hit = _fast_hit(self.fast_cache, tracepoint_name, data, offset)
+            if hit is not None:
+                info = hit[4]
+                pos = offset + hit[2]
+                info.plan.check(data, pos, offset)
+                return info, None, None, pos
+        parts = self.decode_parts(tracepoint_name, data, offset)
+        return None if parts is None else parts[3:]
 
     def _with_activity(self, data: bytes, offset: int, hit: FastEntry) -> tuple:
         expect, activity_size, skip, render, info = hit
