@@ -38,8 +38,6 @@ __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"
 _EXTENSION = {True: extension_struct(True), False: extension_struct(False)}
 #: an activity-id extension followed by another (the metadata)
 _ACTIVITY_CHAINED = ExtensionKind.ACTIVITY_ID | EXTENSION_KIND_CHAIN_FLAG
-#: the formatter loop's cache lookup (``_speedups.fast_hit``), None without the C module
-_fast_hit = getattr(load(), "fast_hit", None)
 _META_KEYS = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
               "relatedActivity")
 
@@ -138,6 +136,8 @@ class EventHeaderDecoder:
         self._infos: OrderedDict[tuple, EventInfo] = OrderedDict()
         #: the fast path's cache (see FastCache); the C formatting loop reads it
         self.fast_cache: FastCache = {}
+        #: the C formatting loop's lookup in it (``_speedups.fast_hit``), None without C
+        self._fast_hit = getattr(load(), "fast_hit", None)
         s = style
         self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in _META_KEYS}
 
@@ -188,8 +188,8 @@ class EventHeaderDecoder:
         :meth:`Plan.check <ehtool.render.plan.Plan>`, for the formatter loop's hits)."""
         if type(data) is not bytes:
             data = bytes(data)
-        if _fast_hit is not None:
-            hit = _fast_hit(self.fast_cache, tracepoint_name, data, offset)
+        if self._fast_hit is not None:
+            hit = self._fast_hit(self.fast_cache, tracepoint_name, data, offset)
             if hit is not None:
                 info = hit[4]
                 pos = offset + hit[2]
