@@ -104,6 +104,17 @@ class _SampleView:
         return value
 
 
+class _SharedView(dict):
+    """The view of every event of an EventInfo (when nothing differs between them), and
+    the expression's answer on it once known."""
+
+    __slots__ = ("decision",)
+
+    def __init__(self, items: dict[str, Any]) -> None:
+        super().__init__(items)
+        self.decision: bool | None = None
+
+
 class Selection:
     """The ``ehtool decode`` filter options: a cheap check on the sample (pid, cpu,
     time, comm, and expressions that name only those) and a check on the typed event."""
@@ -270,8 +281,15 @@ class Selection:
         if make is None:
             make = self._views[sample.desc] = self._view_maker(sample.desc)
         view = make(sample)
-        self._note(view)
-        return self.expr(view)
+        if type(view) is _SharedView:  # the view of many events: one answer
+            decision = view.decision
+            if decision is None:
+                self._note(view)
+                decision = view.decision = self.expr.predicate(view)
+            return decision
+        if self._unseen:
+            self._note(view)
+        return self.expr.predicate(view)
 
     def _json_decoder(self) -> Any:
         """The JSON renderer's EventHeader decoder (its C cache serves identities and
@@ -355,7 +373,7 @@ class Selection:
             meta_view = {k: meta[k] for k in meta_keys if k in meta}
             whole = None
             if extract is None and not per_event:
-                whole = {**head, **from_meta}
+                whole = _SharedView({**head, **from_meta})
                 if meta_keys:
                     whole["meta"] = meta_view
             if len(shared_parts) >= PLAN_CACHE_MAX:
