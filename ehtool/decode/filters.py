@@ -1,9 +1,10 @@
 """Event filters for ``ehtool decode``: the filter options (``--provider``, ``--pid``,
 ``--since``...) and ``--filter`` (the language is :mod:`ehtool.decode.expression`)
 together as one :class:`Selection`, which checks samples as cheaply as it can: sample
-meta on the sample itself, EventHeader identities and headers through the JSON
-renderer's C cache, tracefs fields straight from the record, and the typed event (only
-the fields named) for the rest.
+meta on the sample itself; EventHeader events checked whole by a C walk of the JSON
+renderer's plan, their identities and headers from its cache and the fields named read
+by a field extractor per metadata (values as the typed decoder gives them); tracefs
+fields straight from the record; and the typed event for the rest (malformed events).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ char8/16/32  string8 (1), string_utf (2/4)        ``"c"``     str
 Every back end reads this module and nothing else for these rules: the
 generated Python renderer (``Kind.code``, ``Kind.piece``, ``Kind.json``,
 :attr:`Kind.swapped`), the C op compiler (``Kind.c_kind``, ``StringKind.c_flags``),
-the tracefs field renderer (:func:`integer_kind`) and the typed decoder
-(``Kind.typed``, ``StringKind.typed``). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
+the tracefs field renderer (:func:`integer_kind`), the typed decoder
+(``Kind.typed``, ``StringKind.typed``) and its field extractor for filters
+(:attr:`Kind.reader`). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
 (and a :data:`KIND_SPECS` entry if it needs a new kind).
 """
 
