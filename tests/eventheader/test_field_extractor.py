@@ -8,17 +8,21 @@ them (cut, bytes changed, mostly in the payload)."""
 from __future__ import annotations
 
 import random
+import struct
 from pathlib import Path
 
 import pytest
 
 from ehtool.eventheader.dat import iter_dat
 from ehtool.eventheader.decoder import TypedDecoder, field_extractor
+from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import HeaderFlags
 from ehtool.render.eventheader import EventHeaderDecoder
 from ehtool.render.style import COMPACT
 from golden import golden_path
 from impl import impl  # noqa: F401 (fixture)
+
+from .helpers import event, fd
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
 
@@ -80,8 +84,8 @@ def test_every_reference_event(events, impl):  # noqa: F811
 def test_mutated_events(events, seed, impl):  # noqa: F811
     rng = random.Random(seed)
     json, typed = EventHeaderDecoder(COMPACT), TypedDecoder()
-    for event in events:
-        _check(json, typed, *event)  # the originals in the cache: mutations hit it
+    for one in events:
+        _check(json, typed, *one)  # the originals in the cache: mutations hit it
     taken = 0
     for _ in range(1500):
         name, data, offset = rng.choice(events)
@@ -95,3 +99,52 @@ def test_mutated_events(events, seed, impl):  # noqa: F811
                 data[rng.randrange(start, len(data))] = rng.randrange(256)
         taken += _check(json, typed, name, bytes(data), offset)
     assert taken > 300
+
+
+def _random_field(rng: random.Random, name: bytes, little: bool) -> tuple[list, bytes]:
+    """The definitions of a field of a random encoding, format and shape (a struct's
+    members follow it), and a value for it."""
+    order = "<" if little else ">"
+    roll = rng.random()
+    if roll < 0.6:  # fixed-size: scalar, constant array or variable array
+        enc = rng.choice([E.VALUE8, E.VALUE16, E.VALUE32, E.VALUE64, E.VALUE128])
+        size = {E.VALUE8: 1, E.VALUE16: 2, E.VALUE32: 4, E.VALUE64: 8, E.VALUE128: 16}[enc]
+        fmt = rng.randrange(19)
+        shape = rng.random()
+        if shape < 0.5:
+            return [fd(name, enc, fmt)], rng.randbytes(size)
+        if shape < 0.75:
+            n = rng.randint(1, 4)
+            return [fd(name, enc, fmt, count=n)], rng.randbytes(size * n)
+        n = rng.randint(0, 4)
+        return [fd(name, enc, fmt, varray=True)], struct.pack(order + "H", n) + rng.randbytes(
+            size * n)
+    if roll < 0.85:  # strings and binary data
+        enc = rng.choice([E.ZSTRING_CHAR8, E.ZSTRING_CHAR16, E.STRING_LENGTH16_CHAR8,
+                          E.STRING_LENGTH16_CHAR16, E.BINARY_LENGTH16_CHAR8])
+        unit = 2 if enc in (E.ZSTRING_CHAR16, E.STRING_LENGTH16_CHAR16) else 1
+        fmt = rng.choice([0, 1, 3, 9, 10, 11, 12, 15])
+        text = bytes(rng.randrange(1, 128) for _ in range(rng.randint(0, 5) * unit))
+        if enc in (E.ZSTRING_CHAR8, E.ZSTRING_CHAR16):
+            return [fd(name, enc, fmt)], text + b"\0" * unit
+        return [fd(name, enc, fmt)], struct.pack(order + "H", len(text) // unit) + text
+    return ([fd(name, E.STRUCT, 2), fd(b"m", E.VALUE32, 1), fd(b"s", E.ZSTRING_CHAR8)],
+            rng.randbytes(4) + b"ab\0")
+
+
+@pytest.mark.parametrize("little", [True, False])
+def test_random_layouts_in_both_byte_orders(little, impl):  # noqa: F811
+    """Every kind of the rulebook, arrays, strings and structs, at fixed places and after
+    variable-size fields, duplicate names too."""
+    rng = random.Random(little)
+    json, typed = EventHeaderDecoder(COMPACT), TypedDecoder()
+    for _ in range(400):
+        fields, payload = [], b""
+        for i in range(rng.randint(1, 7)):
+            name = b"f%d" % (i if rng.random() < 0.85 else 0)
+            definitions, value = _random_field(rng, name, little)
+            fields += definitions
+            payload += value
+        data = event(fields, payload, little=little)
+        for _ in range(2):  # the second time through the formatter loop's cache
+            assert _check(json, typed, "Prov_L5K1", data, 0)
