@@ -563,6 +563,111 @@ Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* The walk of Plan.check: run_ops' bounds, terminators and MoveNext steps, nothing
+ * written and no formatter called (a formatter's failure is no bounds failure: the
+ * typed decoder reads such a value as it reads any other). */
+static int walk_ops(Ctx *c, const Op *ops, Py_ssize_t nops);
+
+static int
+walk_array(Ctx *c, const Op *op)
+{
+    long count = op->count;
+    int variable = count == 0;
+    if (variable) {
+        if (c->p + 2 > c->len)
+            return FAIL_DEFER;
+        count = (long)read_uint(c->data + c->p, 2, c->little);
+        c->p += 2;
+    }
+    if (op->per)
+        c->steps += count * op->per;
+    else if (variable)
+        c->steps += count;
+    if (c->steps > c->budget)
+        return FAIL_DEFER;
+    if (op->body == 1 && op[1].op == OP_FIXED) { /* fixed-size elements: one step */
+        if (c->p + (Py_ssize_t)count * op[1].size > c->len)
+            return FAIL_DEFER;
+        c->p += (Py_ssize_t)count * op[1].size;
+        return OK;
+    }
+    for (long i = 0; i < count; i++) {
+        int rc = walk_ops(c, op + 1, op->body);
+        if (rc != OK)
+            return rc;
+    }
+    return OK;
+}
+
+static int
+walk_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
+{
+    for (Py_ssize_t i = 0; i < nops; i++) {
+        const Op *op = &ops[i];
+        int rc = OK;
+        switch (op->op) {
+        case OP_LIT:
+            break;
+        case OP_FIXED:
+        case OP_CSTR:
+            if (c->p + op->size > c->len)
+                return FAIL_DEFER;
+            c->p += op->size;
+            break;
+        case OP_STR: {
+            Py_ssize_t start, n, next;
+            rc = string_bounds(c, op, &start, &n, &next);
+            if (rc == OK)
+                c->p = next;
+            break;
+        }
+        case OP_SEEK:
+            c->p = c->base + op->count;
+            break;
+        case OP_CALL:
+            return FAIL_DEFER; /* (tracefs records only) the fallback decides */
+        default:
+            rc = walk_array(c, op);
+            i += op->body;
+        }
+        if (rc != OK)
+            return rc;
+    }
+    return OK;
+}
+
+static PyObject *
+Plan_check(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0])) {
+        if (nargs != 3) {
+            PyErr_SetString(PyExc_TypeError, "check(data: bytes, p: int, o: int)");
+            return NULL;
+        }
+    }
+    else {
+        Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+        if (p == -1 && PyErr_Occurred())
+            return NULL;
+        Ctx c;
+        c.object = args[0];
+        c.data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+        c.len = PyBytes_GET_SIZE(args[0]);
+        c.base = c.p = p;
+        c.steps = 0;
+        c.little = self->little;
+        c.budget = self->budget;
+        if (p >= 0 && p <= c.len && walk_ops(&c, self->ops, self->nops) == OK)
+            Py_RETURN_NONE;
+    }
+    /* the fallback renderer raises what is wrong, if anything */
+    PyObject *r = PyObject_Vectorcall(self->fallback, args, 3, NULL);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 Plan_render_record(PlanObject *self, PyObject *raw)
 {
@@ -770,6 +875,9 @@ static PyMethodDef Plan_methods[] = {
      "render(data, p, o) -> bytes: the JSON members of the payload at data[p:]"},
     {"render_record", (PyCFunction)Plan_render_record, METH_O,
      "render_record(raw) -> bytes: the JSON members of a tracefs record"},
+    {"check", (PyCFunction)(void (*)(void))Plan_check, METH_FASTCALL,
+     "check(data, p, o) -> None: raises what render(data, p, o) would raise for the "
+     "payload's layout (bounds, terminators, limits), writing nothing"},
     {NULL},
 };
 
@@ -1197,10 +1305,9 @@ format_plain(FormatterObject *self, PyObject *spec, PyObject *sample, long long 
  * an entry whose metadata must follow them, or, when several metadata share those bytes,
  * the length of the longer key (header, extension header, metadata) of the entry. */
 static PyObject *
-eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
+fast_hit(PyObject *fast_cache, PyObject *tracepoint, PyObject *raw, Py_ssize_t off)
 {
-    PyObject *per_name = PyDict_GetItemWithError(PyTuple_GET_ITEM(spec, 4),
-                                                 PyTuple_GET_ITEM(spec, 1));
+    PyObject *per_name = PyDict_GetItemWithError(fast_cache, tracepoint);
     Py_ssize_t len = PyBytes_GET_SIZE(raw);
     if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
         return NULL;
@@ -1232,6 +1339,12 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
     if (off + 12 + n > len || memcmp(data + off + 12, PyBytes_AS_STRING(expect), n) != 0)
         return NULL;
     return Py_NewRef(hit);
+}
+
+static PyObject *
+eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
+{
+    return fast_hit(PyTuple_GET_ITEM(spec, 4), PyTuple_GET_ITEM(spec, 1), raw, off);
 }
 
 static PyObject *
@@ -1532,7 +1645,29 @@ done:
     return result;
 }
 
+/* fast_hit(fast_cache, tracepoint, raw, offset) -> the FastEntry or None */
+static PyObject *
+fast_hit_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fast_hit(fast_cache: dict, tracepoint, raw, offset)");
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(args[2]))
+        Py_RETURN_NONE;
+    Py_ssize_t off = PyLong_AsSsize_t(args[3]);
+    if (off == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *hit = fast_hit(args[0], args[1], args[2], off);
+    if (hit == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return hit;
+}
+
 static PyMethodDef module_methods[] = {
+    {"fast_hit", (PyCFunction)(void (*)(void))fast_hit_py, METH_FASTCALL,
+     "fast_hit(fast_cache, tracepoint, raw, offset) -> the EventHeaderDecoder.fast_cache "
+     "entry of an event without activity ids (what the formatter loop formats), or None"},
     {"hop", (PyCFunction)(void (*)(void))hop, METH_FASTCALL,
      "hop(buf, pos, end, big_endian, stops) -> (pos, type, size) of the next stop"},
     {NULL},

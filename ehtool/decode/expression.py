@@ -133,8 +133,14 @@ def _some_view(ev: Any, keys: frozenset[str], meta_keys: frozenset[str]) -> dict
     return view
 
 
+#: types :func:`plain` gives back as they are (subclasses take the long way)
+_PLAIN = frozenset((int, str, float, bool, type(None)))
+
+
 def plain(value: Any) -> Any:
     """A typed value as the JSON shows it, for comparisons."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, tuple):  # Fields: a struct
         out: dict[str, Any] = {}
         for name, item in value:

@@ -1,9 +1,10 @@
 """Event filters for ``ehtool decode``: the filter options (``--provider``, ``--pid``,
 ``--since``...) and ``--filter`` (the language is :mod:`ehtool.decode.expression`)
 together as one :class:`Selection`, which checks samples as cheaply as it can: sample
-meta on the sample itself, EventHeader identities and headers through the JSON
-renderer's C cache, tracefs fields straight from the record, and the typed event (only
-the fields named) for the rest.
+meta on the sample itself; EventHeader events checked whole by a C walk of the JSON
+renderer's plan, their identities and headers from its cache and the fields named read
+by a field extractor per metadata (values as the typed decoder gives them); tracefs
+fields straight from the record; and the typed event for the rest (malformed events).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from ehtool.decode.expression import (
     meta_name,
     plain,
 )
+from ehtool.eventheader.decoder import field_extractor
+from ehtool.eventheader.enums import HeaderFlags
 from ehtool.formats.values import field_value
+
+#: extractors kept per file before the cache is emptied (as the JSON renderer's plans)
+PLAN_CACHE_MAX = 4096
+_LITTLE_ENDIAN = int(HeaderFlags.LITTLE_ENDIAN)
 
 
 def parse_when(text: str) -> tuple[str, int]:
@@ -96,6 +103,17 @@ class _SampleView:
         if value is MISSING:
             raise KeyError(key)
         return value
+
+
+class _SharedView(dict):
+    """The view of every event of an EventInfo (when nothing differs between them), and
+    the expression's answer on it once known."""
+
+    __slots__ = ("decision",)
+
+    def __init__(self, items: dict[str, Any]) -> None:
+        super().__init__(items)
+        self.decision: bool | None = None
 
 
 class Selection:
@@ -179,6 +197,8 @@ class Selection:
         self._eventheader: Any = None  # the JSON renderer's decoder, made when needed
         self._identities: dict[Any, tuple[str, int] | None] = {}
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
+        self._extractors: dict[Any, Callable[[bytes, int, int], Any] | None] = {}
+        self._shared: dict[Any, tuple] = {}
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -262,8 +282,15 @@ class Selection:
         if make is None:
             make = self._views[sample.desc] = self._view_maker(sample.desc)
         view = make(sample)
-        self._note(view)
-        return self.expr(view)
+        if type(view) is _SharedView:  # the view of many events: one answer
+            decision = view.decision
+            if decision is None:
+                self._note(view)
+                decision = view.decision = self.expr.predicate(view)
+            return decision
+        if self._unseen:
+            self._note(view)
+        return self.expr.predicate(view)
 
     def _json_decoder(self) -> Any:
         """The JSON renderer's EventHeader decoder (its C cache serves identities and
@@ -288,50 +315,99 @@ class Selection:
                                                                                offset)
         if tracepoint is not None:
             try:
-                parts = self._json_decoder().decode_parts(tracepoint[0], sample.raw,
-                                                          tracepoint[1])
+                parts = self._json_decoder().check_parts(tracepoint[0], sample.raw,
+                                                         tracepoint[1])
             except ValueError:
                 parts = None
             if parts is not None:
-                info = parts[3]
+                info = parts[0]
                 return info.provider, info.event_name, info.level, info.keyword
         return self._identify(sample)
 
     def _eventheader_view_maker(self, tracepoint: str,
                                 offset: int) -> Callable[[Any], dict[str, Any]]:
-        """Views of an EventHeader tracepoint's samples. An event none of whose top-level
-        fields the expression names needs no typed decode: the JSON renderer's cache
-        (C speed; it also checks the whole event) gives its header and names, and the
-        view is built from them, as :func:`event_view` would build it. Any other event
-        (a named field, malformed, not EventHeader) goes through the typed event."""
+        """Views of an EventHeader tracepoint's samples, as :func:`event_view` builds them
+        from the typed event, without one: the JSON renderer's cache (C speed; it also
+        checks the whole event) gives the header, the names and where the payload
+        starts, and the top-level fields the expression names are read by a field
+        extractor made once per metadata (``field_extractor``: their values as the
+        typed decoder has them). A malformed event or one that is not EventHeader goes
+        through the typed event (the plain tracepoint view)."""
 
         keys, meta_keys = self._fields, self._meta_keys
         convert = self._convert
-        decode = self._json_decoder().decode_parts
-        named: dict[Any, bool] = {}  # plan -> whether it has a field the expression names
-        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in keys]
-        comm = "comm" in keys or "comm" in meta_keys
+        check = self._json_decoder().check_parts
+        #: plan -> the extractor of the fields the expression names (None: it has none)
+        extractors = self._extractors
+        #: EventInfo -> what its events' views share (see ``shared``)
+        shared_parts = self._shared
+        only = frozenset(k.encode("utf-8", "surrogateescape") for k in keys)
+        head_keys = [k for k in ("n", "provider", "event") if k in keys]
+        wanted = keys | meta_keys
+        sample_keys = [k for k in ("time", "cpu", "pid", "tid") if k in wanted]
+        comm = "comm" in wanted
+        #: whether the meta differs between events of one EventInfo
+        per_event = bool(sample_keys or comm or wanted & {"activity", "relatedActivity",
+                                                          "related_activity"})
 
         def typed(sample: Any) -> dict[str, Any]:
             return event_view(convert(sample, keys), keys, meta_keys)
 
-        def make(sample: Any) -> dict[str, Any]:
+        def shared(info: Any) -> tuple:
+            """(the whole view when no event of ``info`` differs, else None; the view's
+            n/provider/event; the extractor; the header meta; the view's keys from it;
+            its meta keys from it)."""
+            plan = info.plan
             try:
-                parts = decode(tracepoint, sample.raw, offset)
+                extract = extractors[plan]
+            except KeyError:
+                if len(extractors) >= PLAN_CACHE_MAX:
+                    extractors.clear()
+                extract = extractors[plan] = (
+                    field_extractor(plan.fields, bool(info.flags & _LITTLE_ENDIAN), only)
+                    if any(d.name in only for d in plan.fields) else None)
+            names = {"n": f"{info.provider}:{info.event_name}", "provider": info.provider,
+                     "event": info.event_name}
+            head = {k: names[k] for k in head_keys}
+            meta = _eventheader_meta(info, None, None)
+            from_meta = {k: meta[k] for k in keys if k in meta and k not in head}
+            meta_view = {k: meta[k] for k in meta_keys if k in meta}
+            whole = None
+            if extract is None and not per_event:
+                whole = _SharedView({**head, **from_meta})
+                if meta_keys:
+                    whole["meta"] = meta_view
+            if len(shared_parts) >= PLAN_CACHE_MAX:
+                shared_parts.clear()
+            entry = shared_parts[info] = (whole, head, extract, meta, from_meta, meta_view)
+            return entry
+
+        def make(sample: Any) -> dict[str, Any]:
+            raw = sample.raw
+            try:
+                parts = check(tracepoint, raw, offset)
             except ValueError:  # malformed: the typed event is the plain tracepoint
                 return typed(sample)
             if parts is None:
                 return typed(sample)
-            info = parts[3]
-            has = named.get(info.plan)
-            if has is None:
-                if len(named) > 4096:
-                    named.clear()
-                has = named[info.plan] = any(
-                    d.name.decode("utf-8", "replace") in keys for d in info.plan.fields)
-            if has:
-                return typed(sample)
-            meta = _eventheader_meta(info, parts[4], parts[5])
+            entry = shared_parts.get(parts[0]) or shared(parts[0])
+            if entry[0] is not None:
+                return entry[0]
+            _, head, extract, meta, from_meta, meta_view = entry
+            view = dict(head)
+            if extract is not None:
+                for name, value in extract(raw if type(raw) is bytes else bytes(raw),
+                                           parts[3], offset):
+                    if name not in view:
+                        view[name] = plain(value)
+            if not per_event:
+                for key, value in from_meta.items():
+                    if key not in view:
+                        view[key] = value
+                if meta_keys:
+                    view["meta"] = meta_view
+                return view
+            meta = _eventheader_meta(*parts[:3])
             for key in sample_keys:
                 value = getattr(sample, key)
                 if value is not None:
@@ -340,9 +416,6 @@ class Selection:
                 thread = self._comm(sample)
                 if thread is not None:
                     meta["comm"] = thread
-            view: dict[str, Any] = {}
-            if "n" in keys:
-                view["n"] = f"{info.provider}:{info.event_name}"
             for key in keys:
                 if key not in view and key in meta:
                     view[key] = meta[key]

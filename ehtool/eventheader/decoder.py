@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -34,7 +35,7 @@ from ehtool.eventheader.grammar import (
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 
 __all__ = ["EventHeaderEvent", "EventHeaderError", "Fields", "NameInfo", "RawEvent",
-           "TypedDecoder", "parse_name", "read_event"]
+           "TypedDecoder", "field_extractor", "parse_name", "read_event"]
 
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
@@ -292,6 +293,87 @@ def _skip_plan(defs: list[FieldDef], only: frozenset[bytes]) -> list[tuple[int, 
             continue
         plan.append((2, d))
     return [(0, (sum(arg), arg)) if step == 0 else (step, arg) for step, arg in plan]
+
+
+def field_extractor(defs: list[FieldDef], little: bool,
+                    only: frozenset[bytes]) -> Callable[[bytes, int, int], Fields]:
+    """``extract(data, pos, origin)``: the top-level fields of ``only`` of a payload at
+    ``data[pos:]`` as ``decode(only=only).fields`` has them, for a payload already
+    known whole (the JSON renderer took it): nothing after the last wanted field is
+    read, the fields before it are stepped over by their sizes (fixed-size runs as one
+    step), and fixed-size values and their arrays are read in place by their rule
+    (:attr:`ehtool.eventheader.kinds.Kind.reader`), the others as the typed walk does.
+    On a payload that is not whole it may raise or read past what the event holds."""
+    wanted = [i for i, d in enumerate(defs) if d.name in only]
+    if not wanted:
+        return lambda data, pos, origin: Fields(())
+    steps: list[tuple[int, Any]] = []  # (0, bytes to step), (1, (name, read)), (2, def)
+    for d in defs[:wanted[-1] + 1]:
+        if d.name in only:
+            steps.append((1, (d.name.decode("utf-8", "replace"), _reader(d, little))))
+            continue
+        size = FIXED_SIZES.get(d.encoding)
+        if d.error is None and d.array != 0 and d.encoding != FieldEncoding.STRUCT \
+                and size is not None:
+            size *= d.array or 1
+            if steps and steps[-1][0] == 0:
+                steps[-1] = (0, steps[-1][1] + size)
+            else:
+                steps.append((0, size))
+            continue
+        steps.append((2, d))
+    if len(steps) <= 2 and steps[-1][0] == 1 and (len(steps) == 1 or steps[0][0] == 0):
+        # the one wanted field at a fixed place: no walk
+        at = steps[0][1] if len(steps) == 2 else 0
+        name, read = steps[-1][1]
+
+        def one(data: bytes, pos: int, origin: int) -> Fields:
+            return Fields(((name, read(data, pos + at, little, origin)[0]),))
+        return one
+    plan = tuple(steps)
+
+    def extract(data: bytes, pos: int, origin: int) -> Fields:
+        out = []
+        walker = None
+        for step, arg in plan:
+            if step == 0:
+                pos += arg
+            elif step == 1:
+                value, pos = arg[1](data, pos, little, origin)
+                out.append((arg[0], value))
+            else:
+                if walker is None:
+                    walker = _Walker(data, little, origin)
+                pos = walker.skip(arg, pos, 1)
+        return Fields(out)
+    return extract
+
+
+def _reader(d: FieldDef, little: bool) -> Callable[[bytes, int, bool, int], tuple[Any, int]]:
+    """``read(data, pos, little, origin) -> (value, pos after)`` of one top-level field
+    as :meth:`_Walker.value` reads it: fixed-size values and arrays of them in place,
+    the others by the walker."""
+    size = FIXED_SIZES.get(d.encoding)
+    if d.error is not None or size is None or d.encoding == FieldEncoding.STRUCT:
+        def walk(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
+            return _Walker(data, little, origin).value(d, pos, 1)
+        return walk
+    at = fixed_kind(size, d.format, little).reader
+    if d.array is None:
+        return lambda data, pos, little, origin: (at(data, pos), pos + size)
+    if d.array:
+        span = size * d.array
+
+        def constant(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
+            end = pos + span
+            return [at(data, q) for q in range(pos, end, size)], end
+        return constant
+    count = _U16[little].unpack_from
+
+    def variable(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
+        end = pos + 2 + count(data, pos)[0] * size
+        return [at(data, q) for q in range(pos + 2, end, size)], end
+    return variable
 
 
 class _Walker:

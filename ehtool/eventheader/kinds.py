@@ -23,8 +23,9 @@ char8/16/32  string8 (1), string_utf (2/4)        ``"c"``     str
 Every back end reads this module and nothing else for these rules: the
 generated Python renderer (``Kind.code``, ``Kind.piece``, ``Kind.json``,
 :attr:`Kind.swapped`), the C op compiler (``Kind.c_kind``, ``StringKind.c_flags``),
-the tracefs field renderer (:func:`integer_kind`) and the typed decoder
-(``Kind.typed``, ``StringKind.typed``). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
+the tracefs field renderer (:func:`integer_kind`), the typed decoder
+(``Kind.typed``, ``StringKind.typed``) and its field extractor for filters
+(:attr:`Kind.reader`). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
 (and a :data:`KIND_SPECS` entry if it needs a new kind).
 """
 
@@ -36,7 +37,7 @@ import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache, cached_property, partial
 from typing import Any
 
 from ehtool.eventheader.enums import FieldEncoding as E
@@ -111,6 +112,7 @@ def _char(data: bytes, codec: str) -> str:
 
 _UNSIGNED_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 _SIGNED_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
+_INT_CODES = frozenset((*_UNSIGNED_CODES.values(), *_SIGNED_CODES.values()))
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,19 @@ class Kind:
     def python(self, data: bytes) -> object:
         """The Python value from its ``size`` bytes."""
         return self.typed(self.value(self.struct.unpack(data)[0]))
+
+    @cached_property
+    def reader(self) -> Callable[[bytes, int], object]:
+        """``reader(data, pos)``: :meth:`python` of ``data[pos:pos + size]`` without the
+        slice (the caller knows the value is there; a short buffer raises struct.error)."""
+        unpack = self.struct.unpack_from
+        typed = self.typed
+        if self.swapped:
+            value = self.value
+            return lambda data, pos: typed(value(unpack(data, pos)[0]))
+        if typed is int and self.code in _INT_CODES:  # int() of an int: itself
+            return lambda data, pos: unpack(data, pos)[0]
+        return lambda data, pos: typed(unpack(data, pos)[0])
 
 
 @cache

@@ -14,6 +14,7 @@ get no C plan at all.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
@@ -28,9 +29,10 @@ class _Unsupported(Exception):
 
 
 def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
-                  fallback: Callable[[bytes, int, int], bytes]) -> Callable | None:
-    """The C renderer of ``defs`` (``render(data, p, o) -> bytes``), or None when the C
-    module is not available or the definitions are better left to ``fallback``."""
+                  fallback: Callable[[bytes, int, int], bytes]) -> Any:
+    """The C renderer of ``defs`` (a ``_speedups.Plan``: ``render(data, p, o) -> bytes``,
+    and ``check(data, p, o)``, its bounds alone), or None when the C module is not
+    available or the definitions are better left to ``fallback``."""
     speedups = load()
     if speedups is None or len(defs) > TOP_LEVEL_FIELD_LIMIT:
         return None
@@ -42,7 +44,7 @@ def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
     budget = MOVE_NEXT_LIMIT - 1 - static  # the generated code's limit check
     if budget < 0:
         return None
-    return speedups.Plan(_flatten(ops), little, budget, fallback).render
+    return speedups.Plan(_flatten(ops), little, budget, fallback)
 
 
 class _Compiler:

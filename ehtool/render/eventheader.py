@@ -30,6 +30,7 @@ from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG, ExtensionKind
 from ehtool.eventheader.grammar import EventHeaderError, extension_struct
 from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.render.style import JsonStyle
+from ehtool.speedups import load
 from ehtool.values import text as v
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
@@ -70,20 +71,24 @@ class DecodedEvent:
     ``name_json`` (``"Provider:Event"``), ``fields`` (every member prefixed with
     the style's separator) and ``meta`` (the EventHeader meta members, each
     prefixed with the separator) are JSON bytes; ``activity`` and
-    ``related_activity`` are 16 raw bytes or None; the header facts are
-    attributes too (``provider``, ``event_name``, ``level``, ``keyword``, ...).
+    ``related_activity`` are 16 raw bytes or None; ``payload`` is where the field
+    data starts in the data decoded; the header facts are attributes too
+    (``provider``, ``event_name``, ``level``, ``keyword``, ...).
     """
 
-    __slots__ = ("name_json", "fields", "meta", "info", "activity", "related_activity")
+    __slots__ = ("name_json", "fields", "meta", "info", "activity", "related_activity",
+                 "payload")
 
     def __init__(self, name_json: bytes, fields: bytes, meta: bytes, info: EventInfo,
-                 activity: bytes | None, related_activity: bytes | None) -> None:
+                 activity: bytes | None, related_activity: bytes | None,
+                 payload: int = 0) -> None:
         self.name_json = name_json
         self.fields = fields
         self.meta = meta
         self.info = info
         self.activity = activity
         self.related_activity = related_activity
+        self.payload = payload
 
     provider = property(lambda self: self.info.provider)
     event_name = property(lambda self: self.info.event_name)
@@ -131,6 +136,8 @@ class EventHeaderDecoder:
         self._infos: OrderedDict[tuple, EventInfo] = OrderedDict()
         #: the fast path's cache (see FastCache); the C formatting loop reads it
         self.fast_cache: FastCache = {}
+        #: the C formatting loop's lookup in it (``_speedups.fast_hit``), None without C
+        self._fast_hit = getattr(load(), "fast_hit", None)
         s = style
         self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in _META_KEYS}
 
@@ -143,7 +150,8 @@ class EventHeaderDecoder:
     def decode_parts(self, tracepoint_name: str, data: bytes | memoryview,
                      offset: int = 0) -> tuple | None:
         """:meth:`decode` without building the object (the formatter's hot path):
-        ``(name_json, fields, meta, info, activity, related_activity)`` or None."""
+        ``(name_json, fields, meta, info, activity, related_activity, payload)`` or
+        None (``payload``: the offset of the field data in ``data``)."""
         if type(data) is not bytes:
             data = bytes(data)
         per_name = self.fast_cache.get(tracepoint_name)
@@ -155,8 +163,9 @@ class EventHeaderDecoder:
                     hit = per_name.get(data[offset:offset + hit])
                     if type(hit) is FastEntry:  # (not the marker itself: data cut at 12)
                         info = hit[4]
-                        return (info.name_json, hit[3](data, offset + hit[2], offset),
-                                info.meta, info, None, None)
+                        pos = offset + hit[2]
+                        return (info.name_json, hit[3](data, pos, offset), info.meta, info,
+                                None, None, pos)
                 elif type(hit) is list:
                     for entry in hit:
                         if data.startswith(entry[0], offset + 12 + entry[1]):
@@ -166,17 +175,36 @@ class EventHeaderDecoder:
                     if not activity_size:
                         if data.startswith(expect, offset + 12):
                             return (info.name_json, render(data, offset + skip, offset),
-                                    info.meta, info, None, None)
+                                    info.meta, info, None, None, offset + skip)
                     elif data.startswith(expect, offset + 12 + activity_size):
                         return self._with_activity(data, offset, hit)
         return self._decode_slow(tracepoint_name, data, offset)
+
+    def check_parts(self, tracepoint_name: str, data: bytes | memoryview,
+                    offset: int = 0) -> tuple | None:
+        """What filters need of :meth:`decode_parts`, without the JSON:
+        ``(info, activity, related_activity, payload)`` or None, raising as it raises
+        (the whole event is checked: bounds, terminators and limits by the C walk,
+        :meth:`Plan.check <ehtool.render.plan.Plan>`, for the formatter loop's hits)."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        if self._fast_hit is not None:
+            hit = self._fast_hit(self.fast_cache, tracepoint_name, data, offset)
+            if hit is not None:
+                info = hit[4]
+                pos = offset + hit[2]
+                info.plan.check(data, pos, offset)
+                return info, None, None, pos
+        parts = self.decode_parts(tracepoint_name, data, offset)
+        return None if parts is None else parts[3:]
 
     def _with_activity(self, data: bytes, offset: int, hit: FastEntry) -> tuple:
         expect, activity_size, skip, render, info = hit
         activity = data[offset + 12:offset + 28]
         related = data[offset + 28:offset + 44] if activity_size == 32 else None
         return (info.name_json, render(data, offset + skip, offset),
-                self._activity_meta(info.meta, activity, related), info, activity, related)
+                self._activity_meta(info.meta, activity, related), info, activity, related,
+                offset + skip)
 
     def _decode_slow(self, tracepoint_name: str, data: bytes, offset: int) -> tuple | None:
         """Full checks; remembers the event's layout for the fast path when it can."""
@@ -195,7 +223,7 @@ class EventHeaderDecoder:
         act = activity[:16] if activity is not None else None
         self._remember(tracepoint_name, data, offset, little, metadata, activity, pos, info)
         meta = info.meta if act is None else self._activity_meta(info.meta, act, related)
-        return info.name_json, plan.render(data, pos, offset), meta, info, act, related
+        return info.name_json, plan.render(data, pos, offset), meta, info, act, related, pos
 
     def _plan(self, metadata: bytes, little: bool) -> Plan:
         key = (little, metadata)

@@ -97,11 +97,12 @@ class Plan:
     thousands of distinct ones)."""
 
     __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render",
-                 "py_render")
+                 "py_render", "check")
 
     def __init__(self, event_name: bytes, event_name_json: bytes, attributes: bytes,
                  fields: list[FieldDef], render: Callable[[bytes, int, int], bytes],
-                 py_render: Callable[[bytes, int, int], bytes]) -> None:
+                 py_render: Callable[[bytes, int, int], bytes],
+                 check: Callable[[bytes, int, int], object] | None = None) -> None:
         #: the metadata event name up to its first ``;`` (bytes as stored)
         self.event_name = event_name
         #: its JSON string without the opening quote (``name"``)
@@ -112,6 +113,9 @@ class Plan:
         self.render = render
         #: the generated Python renderer (``render`` is the C one when built)
         self.py_render = py_render
+        #: ``check(data, p, o)``: raises what ``render`` would raise for the payload's
+        #: layout, without writing it (the C walk; else ``render`` itself)
+        self.check = check or render
 
     @property
     def source(self) -> str:
@@ -159,7 +163,8 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
     python = PythonRender(defs, little, style, event_name)
     fast = native_render(defs, little, style, python)
     return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
-                defs, fast or python.compiled(), python)
+                defs, python.compiled() if fast is None else fast.render, python,
+                None if fast is None else fast.check)
 
 
 class _Part:

@@ -255,3 +255,37 @@ def test_fast_identity_is_the_typed_one(path, request):
         samples = [s for batch in f.batches("file", nonsample=False) for s in batch]
         assert [sel._identity(s) for s in samples] == [sel._identify(s) for s in samples]
     assert any(level is not None for *_, level, _ in map(sel._identify, samples))
+
+
+@pytest.mark.parametrize("path", ["golden", "mutated", "examples/eventheader.data"])
+def test_fast_views_of_eventheader_fields_are_the_typed_views(path, request):
+    """An expression naming fields EventHeader events have: the view of every event (its
+    values, read by the field extractor after the C walk) is the view of the typed event,
+    for each field name one at a time, all at once, and beside meta names."""
+    import re
+
+    from ehtool.decode.expression import event_view
+    from ehtool.decode.filters import Selection
+    from ehtool.events import SampleConverter
+    from ehtool.perfdata import PerfDataFile
+
+    path = _recording(path, request)
+    with PerfDataFile.open(path) as f:
+        whole = SampleConverter(big_endian=f.big_endian, comm_of=f.session.comm,
+                                clock=f.session.clock)
+        samples = [s for batch in f.batches("file", nonsample=False) for s in batch]
+        names = sorted({n for s in samples for n, _ in whole.convert(s).fields
+                        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)})
+        assert len(names) > 5
+        texts = [*names, " || ".join(names),
+                 " || ".join([*names[::3], "n", "level", "activity", "meta.cpu", "time"])]
+        for text in texts:
+            sel = Selection(expr=text)
+            sel.bind(f)
+            makers: dict = {}
+            for sample in samples:
+                make = makers.get(sample.desc) or makers.setdefault(
+                    sample.desc, sel._view_maker(sample.desc))
+                want = event_view(whole.convert(sample, sel._fields), sel._fields,
+                                  sel._meta_keys)
+                assert repr(make(sample)) == repr(want), (text, sample.offset)  # NaN
