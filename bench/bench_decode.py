@@ -52,8 +52,8 @@ import sys
 from ehtool.perfdata.writer import replay_samples
 only_eh = sys.argv[4] == "eventheader"
 replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), attr_size=128,
-               select=lambda s: (s.desc.format is not None
-                                 and s.desc.format.eventheader_offset is not None)
+               select=(lambda s: s.desc.format is not None
+                       and s.desc.format.eventheader_offset is not None)
                if only_eh else None)
 """
 
