@@ -18,7 +18,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <arpa/inet.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* -- byte order helpers ------------------------------------------------------------ */
@@ -164,7 +168,8 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 
 enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3, OP_SEEK = 4, OP_CSTR = 5, OP_CALL = 6 };
 enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5,
-       FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8 };
+       FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8, FX_ERRNO = 9, FX_TIME = 10, FX_FLOAT = 11,
+       FX_IP = 12 };
 /* STR flags */
 enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4 };
 
@@ -181,6 +186,7 @@ typedef struct {
     PyObject *obj;   /* LIT: bytes; FIXED/STR/CSTR: the Python formatter (bytes -> bytes);
                         CALL: a Python getter of the whole record (raw -> bytes) */
     PyObject *open, *sep, *close, *empty; /* ARRAY: bytes */
+    PyObject *table; /* FIXED FX_ERRNO: tuple of the JSON of the values below its length */
 } Op;
 
 typedef struct {
@@ -244,6 +250,208 @@ put_uuid(Out *o, const unsigned char *q)
     }
     text[w++] = '"';
     return out_put(o, text, w) < 0 ? FAIL_PY : OK;
+}
+
+/* -- values the Python formatters of ehtool.values.text also write -------------------
+ * Each returns OK, FAIL_PY, or FAIL_DEFER when the value is left to the Python formatter
+ * (rare inputs whose rules are only written there); tests/speedups/test_values.py
+ * compares them with the Python formatters. */
+
+/* errno_json: the table's text below its length, else "ERRNO(n)" with n signed 32-bit */
+static int
+put_errno(Out *o, uint32_t v, PyObject *table)
+{
+    if (table == NULL || !PyTuple_Check(table))
+        return FAIL_DEFER;
+    if (v < (uint64_t)PyTuple_GET_SIZE(table)) {
+        PyObject *text = PyTuple_GET_ITEM(table, v);
+        if (!PyBytes_Check(text))
+            return FAIL_DEFER;
+        return out_put_bytes(o, text) < 0 ? FAIL_PY : OK;
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "\"ERRNO(%d)\"", (int32_t)v);
+    return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
+}
+
+/* time_json: "YYYY-MM-DDTHH:MM:SS" (UTC, proleptic Gregorian) for years 1..9999; other
+ * years (negative, five digits, beyond gmtime) are the Python formatter's */
+static int
+put_time_seconds(Out *o, int64_t sec)
+{
+    if (sec < -62135596800LL || sec > 253402300799LL)
+        return FAIL_DEFER;
+    int64_t days = sec / 86400, rem = sec % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days -= 1;
+    }
+    /* Howard Hinnant's days-to-civil, as ehtool.values.times.civil_from_days */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t day = doy - (153 * mp + 2) / 5 + 1;
+    int64_t month = mp < 10 ? mp + 3 : mp - 9;
+    int64_t year = yoe + era * 400 + (month <= 2);
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d\"", (int)year,
+                     (int)month, (int)day, (int)(rem / 3600), (int)(rem / 60 % 60),
+                     (int)(rem % 60));
+    return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
+}
+
+/* The std::to_chars text of sign * digits * 10**e (digits: n of them, no trailing zero,
+ * the shortest that read back to ``value``): fixed when -(n + 3) <= e <= 5 (-3 <= e <= 4
+ * for one digit), else scientific; fixed with e >= 0 prints the exact integer value. */
+static int
+put_shortest(Out *o, int neg, const char *digits, int n, int e, double value)
+{
+    char buf[400];
+    int w = 0;
+    if (neg)
+        buf[w++] = '-';
+    int fixed = n == 1 ? (e >= -3 && e <= 4) : (e >= -(n + 3) && e <= 5);
+    if (fixed && e >= 0) {
+        w += snprintf(buf + w, sizeof buf - w, "%.0f", fabs(value));
+    }
+    else if (fixed) {
+        int point = n + e;
+        if (point > 0) {
+            memcpy(buf + w, digits, point);
+            w += point;
+            buf[w++] = '.';
+            memcpy(buf + w, digits + point, n - point);
+            w += n - point;
+        }
+        else {
+            buf[w++] = '0';
+            buf[w++] = '.';
+            for (int i = 0; i < -point; i++)
+                buf[w++] = '0';
+            memcpy(buf + w, digits, n);
+            w += n;
+        }
+    }
+    else {
+        int x = e + n - 1;
+        buf[w++] = digits[0];
+        if (n > 1) {
+            buf[w++] = '.';
+            memcpy(buf + w, digits + 1, n - 1);
+            w += n - 1;
+        }
+        w += snprintf(buf + w, sizeof buf - w, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+    }
+    return out_put(o, buf, w) < 0 ? FAIL_PY : OK;
+}
+
+/* nan, inf and zero as float64_json/float32_json write them; 0 when v is none of them */
+static int
+put_special(Out *o, double v, int neg, int *done)
+{
+    const char *text = NULL;
+    if (isnan(v))
+        text = neg ? "\"-nan\"" : "\"nan\"";
+    else if (isinf(v))
+        text = neg ? "\"-inf\"" : "\"inf\"";
+    else if (v == 0)
+        text = neg ? "-0" : "0";
+    *done = text != NULL;
+    return text != NULL && out_put(o, text, strlen(text)) < 0 ? FAIL_PY : OK;
+}
+
+/* The significant digits (no trailing zeros) and exponent of a %e or repr text. */
+static int
+split_decimal(const char *text, char *digits, int *e)
+{
+    int n = 0, point = -1, exp = 0;
+    const char *q = text;
+    if (*q == '-')
+        q++;
+    for (; *q && *q != 'e' && *q != 'E'; q++) {
+        if (*q == '.')
+            point = n;
+        else if (n || *q != '0')
+            digits[n++] = *q;
+        else if (point >= 0)
+            exp--; /* a leading zero after the point */
+    }
+    if (*q)
+        exp += atoi(q + 1);
+    if (point < 0)
+        point = n;
+    /* the value is the n-digit integer times 10**(exp + point - n) */
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
+    digits[n] = 0;
+    *e = exp + point - n;
+    return n;
+}
+
+/* float64_json: the shortest round-trip digits (Python's repr) laid out as to_chars */
+static int
+put_float64(Out *o, uint64_t bits)
+{
+    double v;
+    memcpy(&v, &bits, 8);
+    int neg = (int)(bits >> 63), done;
+    int rc = put_special(o, v, neg, &done);
+    if (rc != OK || done)
+        return rc;
+    char *r = PyOS_double_to_string(v, 'r', 0, 0, NULL);
+    if (r == NULL)
+        return FAIL_PY;
+    char digits[40];
+    int e, n = (int)strlen(r) < 32 ? split_decimal(r, digits, &e) : 0;
+    PyMem_Free(r);
+    if (n == 0)
+        return FAIL_DEFER;
+    return put_shortest(o, neg, digits, n, e, v);
+}
+
+/* float32_bits_json: the fewest digits that read back to the same float (strtof rounds
+ * to nearest, ties to even, as the rounding interval's closed ends), the closest of
+ * them (printf rounds correctly). Binade starts, whose interval is lopsided, are the
+ * Python formatter's. */
+static int
+put_float32(Out *o, uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, 4);
+    int neg = (int)(bits >> 31), done;
+    int rc = put_special(o, (double)f, neg, &done);
+    if (rc != OK || done)
+        return rc;
+    uint32_t mag = bits & 0x7FFFFFFF;
+    if ((mag & 0x7FFFFF) == 0 && (mag >> 23) > 1)
+        return FAIL_DEFER;
+    double d = fabs((double)f);
+    char text[40];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(text, sizeof text, "%.*e", p - 1, d);
+        if (strtof(text, NULL) == (float)d) {
+            char digits[40];
+            int e, n = split_decimal(text, digits, &e);
+            return put_shortest(o, neg, digits, n, e, (double)f);
+        }
+    }
+    return FAIL_DEFER;
+}
+
+/* ipv4_json / ipv6_json (glibc inet_ntop) */
+static int
+put_ip(Out *o, const unsigned char *q, int size)
+{
+    char text[INET6_ADDRSTRLEN + 2];
+    if (inet_ntop(size == 4 ? AF_INET : AF_INET6, q, text + 1, INET6_ADDRSTRLEN) == NULL)
+        return FAIL_DEFER;
+    text[0] = '"';
+    size_t n = strlen(text);
+    text[n] = '"';
+    return out_put(o, text, n + 1) < 0 ? FAIL_PY : OK;
 }
 
 static int
@@ -312,9 +520,28 @@ run_fixed(Ctx *c, const Op *op)
         }
         break;
     }
+    case FX_ERRNO:
+        rc = size == 4 ? put_errno(&c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
+                       : FAIL_DEFER;
+        break;
+    case FX_TIME:
+        rc = size == 4 || size == 8
+                 ? put_time_seconds(&c->out, sign_extend(read_uint(q, size, c->little), size))
+                 : FAIL_DEFER;
+        break;
+    case FX_FLOAT:
+        rc = size == 8   ? put_float64(&c->out, read_uint(q, 8, c->little))
+             : size == 4 ? put_float32(&c->out, (uint32_t)read_uint(q, 4, c->little))
+                         : FAIL_DEFER;
+        break;
+    case FX_IP:
+        rc = size == 4 || size == 16 ? put_ip(&c->out, q, size) : FAIL_DEFER;
+        break;
     default:
-        rc = call_formatter(c, op->obj, c->p, size);
+        rc = FAIL_DEFER;
     }
+    if (rc == FAIL_DEFER) /* the Python formatter's rules */
+        rc = call_formatter(c, op->obj, c->p, size);
     c->p += size;
     return rc;
 }
@@ -598,7 +825,7 @@ need_bytes(PyObject *o, const char *what)
 }
 
 /* One op from its tuple: (LIT, bytes) | (FIXED, size, kind, formatter)
- * | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty)
+ * [, table] | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty)
  * | (SEEK, offset) | (CSTR, size, formatter) | (CALL, getter) */
 static int
 op_from_tuple(Op *op, PyObject *t)
@@ -617,14 +844,17 @@ op_from_tuple(Op *op, PyObject *t)
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 1));
         return need_bytes(op->obj, "a literal");
     case OP_FIXED:
-        if (n != 4)
+        if (n != 4 && n != 5)
             break;
         op->size = INT_AT(1);
         op->kind = INT_AT(2);
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
-        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_UUID ||
+        if (n == 5)
+            op->table = Py_NewRef(PyTuple_GET_ITEM(t, 4));
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_IP ||
             (op->size > 8 && op->kind != FX_PY && op->kind != FX_HEXBYTES &&
-             op->kind != FX_UUID) ||
+             op->kind != FX_UUID && op->kind != FX_IP) ||
+            (op->kind >= FX_ERRNO && !PyCallable_Check(op->obj)) ||
             (op->kind == FX_PORT && op->size != 2))
             break;
         return PyErr_Occurred() ? -1 : 0;
@@ -687,6 +917,7 @@ clear_op(Op *op)
     Py_CLEAR(op->sep);
     Py_CLEAR(op->close);
     Py_CLEAR(op->empty);
+    Py_CLEAR(op->table);
 }
 
 static void
@@ -706,8 +937,10 @@ static int
 Plan_traverse(PlanObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
-    for (Py_ssize_t i = 0; i < self->nops; i++)
+    for (Py_ssize_t i = 0; i < self->nops; i++) {
         Py_VISIT(self->ops[i].obj);
+        Py_VISIT(self->ops[i].table);
+    }
     return 0;
 }
 
@@ -1573,7 +1806,8 @@ PyInit__speedups(void)
     EXPORT(OP_LIT) EXPORT(OP_FIXED) EXPORT(OP_STR) EXPORT(OP_ARRAY) EXPORT(OP_SEEK)
     EXPORT(OP_CSTR) EXPORT(OP_CALL)
     EXPORT(FX_UNSIGNED) EXPORT(FX_SIGNED) EXPORT(FX_HEX) EXPORT(FX_PORT) EXPORT(FX_PY)
-    EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID)
+    EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID) EXPORT(FX_ERRNO)
+    EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX)
 #undef EXPORT

@@ -44,11 +44,14 @@ from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.speedups import (
     FX_BOOL,
     FX_CHAR,
+    FX_ERRNO,
+    FX_FLOAT,
     FX_HEX,
     FX_HEXBYTES,
+    FX_IP,
     FX_PORT,
-    FX_PY,
     FX_SIGNED,
+    FX_TIME,
     FX_UNSIGNED,
     FX_UUID,
     STR_ASCII,
@@ -123,6 +126,7 @@ class _Spec:
     typed: Callable[[Any], object]
     c_kind: int
     sized_json: bool = False  # ``json(value, size)``
+    c_table: tuple[bytes, ...] | None = None  # the C renderer's table of texts (errno)
 
 
 def _bytes_code(n: int) -> str:
@@ -134,13 +138,14 @@ KIND_SPECS: dict[str, _Spec] = {
     "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED),
     "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED),
     "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX),
-    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_PY),
-    "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_PY),
+    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_ERRNO,
+                   c_table=v.ERRNO_JSON),
+    "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
                   sized_json=True),
-    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_PY),
+    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT),
     "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT),
-    "ip": _Spec(_bytes_code, b"%s", None, None, FX_PY),
+    "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP),
     "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID),
     "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES),
     "char8": _Spec(lambda n: "B", b"%s", None, chr, FX_CHAR),
@@ -168,6 +173,8 @@ class Kind:
     typed: Callable[[Any], object]
     #: how the C renderer writes it (``ehtool.speedups.FX_*``)
     c_kind: int
+    #: texts the C renderer looks values up in (errno names), or None
+    c_table: tuple[bytes, ...] | None = None
 
     def text(self, value: Any) -> bytes:
         """JSON of a value the rules apply to (see :meth:`value`)."""
@@ -225,7 +232,8 @@ def fixed_kind(size: int, fmt: int, little: bool) -> Kind:
         json = partial(json, size=size)
     if name in _BY_SIZE:
         json, typed = _BY_SIZE[name](size, not little)
-    return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind)
+    return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind,
+                spec.c_table)
 
 
 def _chars(size: int, big: bool) -> tuple[Callable, Callable]:
