@@ -211,7 +211,7 @@ typedef struct {
     long steps;
     int little;
     long budget;
-    Out out;
+    Out *out; /* where the members are written */
 } Ctx;
 
 /* ``"01 ab ff"``: lowercase pairs separated by spaces (output.values.hex_bytes) */
@@ -468,7 +468,7 @@ call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
         PyErr_Clear();
         return FAIL_DEFER;
     }
-    int rc = out_put_bytes(&c->out, r) < 0 ? FAIL_PY : OK;
+    int rc = out_put_bytes(c->out, r) < 0 ? FAIL_PY : OK;
     Py_DECREF(r);
     return rc;
 }
@@ -483,37 +483,37 @@ run_fixed(Ctx *c, const Op *op)
     int rc;
     switch (op->kind) {
     case FX_UNSIGNED:
-        rc = out_put_u64(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        rc = out_put_u64(c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
         break;
     case FX_SIGNED:
-        rc = out_put_i64(&c->out, sign_extend(read_uint(q, size, c->little), size)) < 0
+        rc = out_put_i64(c->out, sign_extend(read_uint(q, size, c->little), size)) < 0
                  ? FAIL_PY : OK;
         break;
     case FX_HEX:
-        rc = out_put_hex(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        rc = out_put_hex(c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
         break;
     case FX_PORT: /* network byte order whatever the event's */
-        rc = out_put_u64(&c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
+        rc = out_put_u64(c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
         break;
     case FX_BOOL: { /* false, true, else the value as a signed 32-bit decimal */
         uint64_t v = read_uint(q, size, c->little);
         if (v <= 1)
-            rc = out_put(&c->out, v ? "true" : "false", v ? 4 : 5) < 0 ? FAIL_PY : OK;
+            rc = out_put(c->out, v ? "true" : "false", v ? 4 : 5) < 0 ? FAIL_PY : OK;
         else
-            rc = out_put_i64(&c->out, (int32_t)(uint32_t)v) < 0 ? FAIL_PY : OK;
+            rc = out_put_i64(c->out, (int32_t)(uint32_t)v) < 0 ? FAIL_PY : OK;
         break;
     }
     case FX_HEXBYTES:
-        rc = put_hex_bytes(&c->out, q, size);
+        rc = put_hex_bytes(c->out, q, size);
         break;
     case FX_UUID:
-        rc = size == 16 ? put_uuid(&c->out, q) : call_formatter(c, op->obj, c->p, size);
+        rc = size == 16 ? put_uuid(c->out, q) : call_formatter(c, op->obj, c->p, size);
         break;
     case FX_CHAR: { /* one character: printable ASCII here, the rest by the formatter */
         uint64_t v = read_uint(q, size, c->little);
         if (plain_char(v)) {
             char text[3] = {'"', (char)v, '"'};
-            rc = out_put(&c->out, text, 3) < 0 ? FAIL_PY : OK;
+            rc = out_put(c->out, text, 3) < 0 ? FAIL_PY : OK;
         }
         else {
             rc = call_formatter(c, op->obj, c->p, size);
@@ -521,21 +521,21 @@ run_fixed(Ctx *c, const Op *op)
         break;
     }
     case FX_ERRNO:
-        rc = size == 4 ? put_errno(&c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
+        rc = size == 4 ? put_errno(c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
                        : FAIL_DEFER;
         break;
     case FX_TIME:
         rc = size == 4 || size == 8
-                 ? put_time_seconds(&c->out, sign_extend(read_uint(q, size, c->little), size))
+                 ? put_time_seconds(c->out, sign_extend(read_uint(q, size, c->little), size))
                  : FAIL_DEFER;
         break;
     case FX_FLOAT:
-        rc = size == 8   ? put_float64(&c->out, read_uint(q, 8, c->little))
-             : size == 4 ? put_float32(&c->out, (uint32_t)read_uint(q, 4, c->little))
+        rc = size == 8   ? put_float64(c->out, read_uint(q, 8, c->little))
+             : size == 4 ? put_float32(c->out, (uint32_t)read_uint(q, 4, c->little))
                          : FAIL_DEFER;
         break;
     case FX_IP:
-        rc = size == 4 || size == 16 ? put_ip(&c->out, q, size) : FAIL_DEFER;
+        rc = size == 4 || size == 16 ? put_ip(c->out, q, size) : FAIL_DEFER;
         break;
     default:
         rc = FAIL_DEFER;
@@ -595,9 +595,9 @@ try_ascii(Ctx *c, int unit, int little, Py_ssize_t start, Py_ssize_t n, int *don
         if (!plain_char(read_uint(q + i * unit, unit, little)))
             return OK;
     }
-    if (out_reserve(&c->out, chars + 2) < 0)
+    if (out_reserve(c->out, chars + 2) < 0)
         return FAIL_PY;
-    char *w = c->out.data + c->out.len;
+    char *w = c->out->data + c->out->len;
     *w++ = '"';
     if (unit == 1) {
         memcpy(w, q, chars);
@@ -608,7 +608,7 @@ try_ascii(Ctx *c, int unit, int little, Py_ssize_t start, Py_ssize_t n, int *don
             w[i] = (char)q[i * unit + low];
     }
     w[chars] = '"';
-    c->out.len += chars + 2;
+    c->out->len += chars + 2;
     *done = 1;
     return OK;
 }
@@ -621,7 +621,7 @@ run_string(Ctx *c, const Op *op)
     if (rc != OK)
         return rc;
     if (op->fast & STR_HEX) {
-        rc = put_hex_bytes(&c->out, c->data + start, n);
+        rc = put_hex_bytes(c->out, c->data + start, n);
         c->p = next;
         return rc;
     }
@@ -683,7 +683,7 @@ run_call(Ctx *c, const Op *op)
         PyErr_SetString(PyExc_TypeError, "a field getter must return bytes");
         rc = FAIL_PY;
     }
-    else if (out_put_bytes(&c->out, r) < 0) {
+    else if (out_put_bytes(c->out, r) < 0) {
         rc = FAIL_PY;
     }
     Py_DECREF(r);
@@ -710,17 +710,17 @@ run_array(Ctx *c, const Op *op)
     if (c->steps > c->budget)
         return FAIL_DEFER; /* the Python renderer raises the limit error */
     if (count == 0)
-        return out_put_bytes(&c->out, op->empty) < 0 ? FAIL_PY : OK;
-    if (out_put_bytes(&c->out, op->open) < 0)
+        return out_put_bytes(c->out, op->empty) < 0 ? FAIL_PY : OK;
+    if (out_put_bytes(c->out, op->open) < 0)
         return FAIL_PY;
     for (long i = 0; i < count; i++) {
-        if (i && out_put_bytes(&c->out, op->sep) < 0)
+        if (i && out_put_bytes(c->out, op->sep) < 0)
             return FAIL_PY;
         int rc = run_ops(c, op + 1, op->body);
         if (rc != OK)
             return rc;
     }
-    return out_put_bytes(&c->out, op->close) < 0 ? FAIL_PY : OK;
+    return out_put_bytes(c->out, op->close) < 0 ? FAIL_PY : OK;
 }
 
 static int
@@ -731,7 +731,7 @@ run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
         int rc;
         switch (op->op) {
         case OP_LIT:
-            rc = out_put_bytes(&c->out, op->obj) < 0 ? FAIL_PY : OK;
+            rc = out_put_bytes(c->out, op->obj) < 0 ? FAIL_PY : OK;
             break;
         case OP_FIXED:
             rc = run_fixed(c, op);
@@ -759,6 +759,24 @@ run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
     return OK;
 }
 
+/* The members of the payload of ``data`` (bytes) from ``p``, appended to ``out``: OK,
+ * FAIL_DEFER (the caller hands the event to the fallback; ``out`` may hold part of it)
+ * or FAIL_PY. */
+static int
+plan_run(PlanObject *self, PyObject *data, Py_ssize_t p, Out *out)
+{
+    Ctx c;
+    c.object = data;
+    c.data = (const unsigned char *)PyBytes_AS_STRING(data);
+    c.len = PyBytes_GET_SIZE(data);
+    c.base = c.p = p;
+    c.steps = 0;
+    c.little = self->little;
+    c.budget = self->budget;
+    c.out = out;
+    return p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
+}
+
 static PyObject *
 Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -771,22 +789,15 @@ Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t p = PyLong_AsSsize_t(args[1]);
     if (p == -1 && PyErr_Occurred())
         return NULL;
-    Ctx c;
-    c.object = args[0];
-    c.data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    c.len = PyBytes_GET_SIZE(args[0]);
-    c.base = c.p = p;
-    c.steps = 0;
-    c.little = self->little;
-    c.budget = self->budget;
-    out_init(&c.out);
-    int rc = p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
+    Out out;
+    out_init(&out);
+    int rc = plan_run(self, args[0], p, &out);
     PyObject *result = NULL;
     if (rc == OK)
-        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+        result = PyBytes_FromStringAndSize(out.data, out.len);
     else if (rc == FAIL_DEFER)
         result = PyObject_Vectorcall(self->fallback, args, 3, NULL);
-    out_free(&c.out);
+    out_free(&out);
     return result;
 }
 
@@ -795,22 +806,15 @@ Plan_render_record(PlanObject *self, PyObject *raw)
 {
     if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) < self->min_len)
         return PyObject_CallOneArg(self->fallback, raw);
-    Ctx c;
-    c.object = raw;
-    c.data = (const unsigned char *)PyBytes_AS_STRING(raw);
-    c.len = PyBytes_GET_SIZE(raw);
-    c.base = c.p = 0;
-    c.steps = 0;
-    c.little = self->little;
-    c.budget = self->budget;
-    out_init(&c.out);
-    int rc = run_ops(&c, self->ops, self->nops);
+    Out out;
+    out_init(&out);
+    int rc = plan_run(self, raw, 0, &out);
     PyObject *result = NULL;
     if (rc == OK)
-        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+        result = PyBytes_FromStringAndSize(out.data, out.len);
     else if (rc == FAIL_DEFER)
         result = PyObject_CallOneArg(self->fallback, raw);
-    out_free(&c.out);
+    out_free(&out);
     return result;
 }
 
@@ -1386,43 +1390,88 @@ call1(PyObject *fn, PyObject *arg)
     return PyObject_CallOneArg(fn, arg);
 }
 
-/* head + body + meta as one bytes object */
-static PyObject *
-assemble(FormatterObject *self, PyObject *sample, long long offset_ns, PyObject *const *pieces,
-         int n, PyObject *extra)
+/* ``bytes`` appended to o (a Python handler's or renderer's result) */
+static int
+put_result(Out *o, PyObject *r, const char *what)
 {
-    Out o;
-    out_init(&o);
-    PyObject *result = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!PyBytes_Check(pieces[i])) {
-            PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
-            goto done;
-        }
-        if (out_put_bytes(&o, pieces[i]) < 0)
-            goto done;
-    }
-    if (!PyBytes_Check(extra)) {
-        PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
-        goto done;
-    }
-    if (put_meta(self, &o, sample, self->utc, offset_ns, extra) == 0)
-        result = PyBytes_FromStringAndSize(o.data, o.len);
-done:
-    out_free(&o);
-    return result;
+    if (r == NULL)
+        return -1;
+    int rc = -1;
+    if (!PyBytes_Check(r))
+        PyErr_Format(PyExc_TypeError, "%s must be bytes", what);
+    else
+        rc = out_put_bytes(o, r);
+    Py_DECREF(r);
+    return rc;
 }
 
-static PyObject *
-format_plain(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+/* The plan of a bound Plan method object (``which``: its C function), else NULL: the
+ * renderer then runs straight into the caller's buffer. */
+static PlanObject *
+plan_of(PyObject *fn, PyCFunction which)
 {
-    PyObject *body = call1(PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(sample, 4));
-    if (body == NULL)
+    if (!PyCFunction_Check(fn) || PyCFunction_GET_FUNCTION(fn) != which)
         return NULL;
-    PyObject *pieces[2] = {PyTuple_GET_ITEM(spec, 1), body};
-    PyObject *r = assemble(self, sample, offset_ns, pieces, 2, PyTuple_GET_ITEM(spec, 3));
-    Py_DECREF(body);
-    return r;
+    PyObject *owner = PyCFunction_GET_SELF(fn);
+    return owner != NULL && Py_TYPE(owner) == &PlanType ? (PlanObject *)owner : NULL;
+}
+
+/* head + render(raw) + meta appended to o */
+static int
+put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long long offset_ns)
+{
+    PyObject *head = PyTuple_GET_ITEM(spec, 1), *render = PyTuple_GET_ITEM(spec, 2);
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4), *extra = PyTuple_GET_ITEM(spec, 3);
+    if (out_put_bytes(o, head) < 0)
+        return -1;
+    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render_record);
+    if (plan != NULL && PyBytes_Check(raw) && PyBytes_GET_SIZE(raw) >= plan->min_len) {
+        Py_ssize_t mark = o->len;
+        int rc = plan_run(plan, raw, 0, o);
+        if (rc == FAIL_PY)
+            return -1;
+        if (rc == FAIL_DEFER) { /* as Plan.render_record: the Python renderer */
+            o->len = mark;
+            if (put_result(o, PyObject_CallOneArg(plan->fallback, raw), "a renderer") < 0)
+                return -1;
+        }
+    }
+    else if (put_result(o, call1(render, raw), "event pieces") < 0) {
+        return -1;
+    }
+    return put_meta(self, o, sample, self->utc, offset_ns, extra);
+}
+
+/* The fields of an EventHeader cache hit appended to o: 1 when done, 0 when the event is
+ * the handler's (o as it was), -1 on an error. */
+static int
+put_hit_fields(Out *o, PyObject *hit, PyObject *raw, Py_ssize_t off, Py_ssize_t skip)
+{
+    PyObject *render = PyTuple_GET_ITEM(hit, 3);
+    Py_ssize_t mark = o->len;
+    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render);
+    if (plan != NULL) {
+        int rc = plan_run(plan, raw, off + skip, o);
+        if (rc == OK)
+            return 1;
+        o->len = mark;
+        if (rc == FAIL_PY)
+            goto failed;
+        render = plan->fallback; /* as Plan.render: the generated Python renderer */
+    }
+    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyLong_FromSsize_t(off)};
+    PyObject *fields = NULL;
+    if (args[1] != NULL && args[2] != NULL)
+        fields = PyObject_Vectorcall(render, args, 3, NULL);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    if (fields != NULL)
+        return put_result(o, fields, "event pieces") < 0 ? -1 : 1;
+failed:
+    if (!PyErr_ExceptionMatches(PyExc_ValueError))
+        return -1;
+    PyErr_Clear(); /* a malformed event: the handler falls back and warns */
+    return 0;
 }
 
 /* The decoder's cache entry for this event when it is a hit without activity ids, else
@@ -1467,52 +1516,53 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
     return Py_NewRef(hit);
 }
 
-static PyObject *
-format_eventheader(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+/* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
+ * activity ids, else the handler's text. */
+static int
+put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
+                long long offset_ns)
 {
     PyObject *raw = PyTuple_GET_ITEM(sample, 4);
     PyObject *handler = PyTuple_GET_ITEM(spec, 5);
     Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
     if (off == -1 && PyErr_Occurred())
-        return NULL;
+        return -1;
     PyObject *hit = PyBytes_CheckExact(raw) ? eventheader_hit(spec, raw, off) : NULL;
     if (hit == NULL) {
         if (PyErr_Occurred())
-            return NULL;
-        return call1(handler, sample);
+            return -1;
+        return put_result(o, call1(handler, sample), "a handler's event");
     }
     Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
     if (skip == -1 && PyErr_Occurred()) {
         Py_DECREF(hit);
-        return NULL;
+        return -1;
     }
-    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyLong_FromSsize_t(off)};
-    PyObject *info = Py_NewRef(PyTuple_GET_ITEM(hit, 4));
-    PyObject *fields = NULL;
-    if (args[1] != NULL && args[2] != NULL)
-        fields = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 3), args, 3, NULL);
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
-    Py_DECREF(hit);
-    if (fields == NULL) {
-        Py_DECREF(info);
-        if (!PyErr_ExceptionMatches(PyExc_ValueError))
-            return NULL;
-        PyErr_Clear(); /* a malformed event: the handler falls back and warns */
-        return call1(handler, sample);
-    }
+    PyObject *info = PyTuple_GET_ITEM(hit, 4);
     PyObject *name = PyObject_GetAttr(info, str_name_json);
-    PyObject *meta = PyObject_GetAttr(info, str_meta);
-    Py_DECREF(info);
-    PyObject *r = NULL;
-    if (name != NULL && meta != NULL) {
-        PyObject *pieces[3] = {PyTuple_GET_ITEM(spec, 3), name, fields};
-        r = assemble(self, sample, offset_ns, pieces, 3, meta);
+    PyObject *meta = name != NULL ? PyObject_GetAttr(info, str_meta) : NULL;
+    Py_ssize_t mark = o->len;
+    int rc = -1;
+    if (meta == NULL)
+        goto done;
+    if (!PyBytes_Check(name) || !PyBytes_Check(meta)) {
+        PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
+        goto done;
     }
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, name) < 0)
+        goto done;
+    rc = put_hit_fields(o, hit, raw, off, skip);
+    if (rc == 1)
+        rc = put_meta(self, o, sample, self->utc, offset_ns, meta);
+    else if (rc == 0) {
+        o->len = mark;
+        rc = put_result(o, call1(handler, sample), "a handler's event");
+    }
+done:
+    Py_DECREF(hit);
     Py_XDECREF(name);
     Py_XDECREF(meta);
-    Py_DECREF(fields);
-    return r;
+    return rc;
 }
 
 static int
@@ -1533,68 +1583,128 @@ valid_spec(PyObject *h)
     return 0;
 }
 
-static PyObject *
-Formatter_format_many(FormatterObject *self, PyObject *samples)
+/* One sample's JSON object appended to o. */
+static int
+put_sample(FormatterObject *self, Out *o, PyObject *sample, long long offset_ns)
+{
+    if (!PyTuple_Check(sample) || PyTuple_GET_SIZE(sample) < 7) {
+        PyErr_SetString(PyExc_TypeError, "samples must be Sample tuples");
+        return -1;
+    }
+    PyObject *desc = PyTuple_GET_ITEM(sample, 5);
+    PyObject *h = PyDict_GetItemWithError(self->handlers, desc);
+    if (h == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *made = call1(self->make, desc);
+        if (made == NULL)
+            return -1;
+        if (!valid_spec(made)) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "make(desc) returned no handler");
+            return -1;
+        }
+        int rc = PyDict_SetItem(self->handlers, desc, made);
+        Py_DECREF(made);
+        if (rc < 0)
+            return -1;
+        h = made; /* the dict holds it */
+    }
+    Py_INCREF(h); /* the handlers may run Python code */
+    int rc;
+    if (!PyTuple_Check(h))
+        rc = put_result(o, call1(h, sample), "a handler's event");
+    else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
+        rc = put_plain(self, o, h, sample, offset_ns);
+    else
+        rc = put_eventheader(self, o, h, sample, offset_ns);
+    Py_DECREF(h);
+    return rc;
+}
+
+/* The clock offset of this call (0 when unknown) and whether times are ISO. */
+static int
+begin_call(FormatterObject *self, PyObject *samples, long long *offset_ns)
 {
     if (!PyList_Check(samples)) {
         PyErr_SetString(PyExc_TypeError, "format_many takes a list of samples");
-        return NULL;
+        return -1;
     }
     PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
     if (offset == NULL)
-        return NULL;
+        return -1;
     int known = offset != Py_None;
-    long long offset_ns = known ? PyLong_AsLongLong(offset) : 0;
+    *offset_ns = known ? PyLong_AsLongLong(offset) : 0;
     Py_DECREF(offset);
-    if (known && offset_ns == -1 && PyErr_Occurred())
-        return NULL;
+    if (known && *offset_ns == -1 && PyErr_Occurred())
+        return -1;
     self->utc = known && self->time_mode == TIME_PERF;
+    return 0;
+}
+
+static PyObject *
+Formatter_format_many(FormatterObject *self, PyObject *samples)
+{
+    long long offset_ns;
+    if (begin_call(self, samples, &offset_ns) < 0)
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(samples);
     PyObject *out = PyList_New(n);
     if (out == NULL)
         return NULL;
+    Out o;
+    out_init(&o);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *sample = PyList_GET_ITEM(samples, i);
-        if (!PyTuple_Check(sample) || PyTuple_GET_SIZE(sample) < 7) {
-            PyErr_SetString(PyExc_TypeError, "samples must be Sample tuples");
+        if (i >= PyList_GET_SIZE(samples)) {
+            PyErr_SetString(PyExc_RuntimeError, "the sample list changed size");
             goto fail;
         }
-        PyObject *desc = PyTuple_GET_ITEM(sample, 5);
-        PyObject *h = PyDict_GetItemWithError(self->handlers, desc);
-        if (h == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            PyObject *made = call1(self->make, desc);
-            if (made == NULL)
-                goto fail;
-            if (!valid_spec(made)) {
-                Py_DECREF(made);
-                PyErr_SetString(PyExc_TypeError, "make(desc) returned no handler");
-                goto fail;
-            }
-            int rc = PyDict_SetItem(self->handlers, desc, made);
-            Py_DECREF(made);
-            if (rc < 0)
-                goto fail;
-            h = made; /* the dict holds it */
-        }
-        Py_INCREF(h); /* the handlers may run Python code */
-        PyObject *r;
-        if (!PyTuple_Check(h))
-            r = call1(h, sample);
-        else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
-            r = format_plain(self, h, sample, offset_ns);
-        else
-            r = format_eventheader(self, h, sample, offset_ns);
-        Py_DECREF(h);
+        o.len = 0;
+        PyObject *r = NULL, *sample = Py_NewRef(PyList_GET_ITEM(samples, i));
+        if (put_sample(self, &o, sample, offset_ns) == 0)
+            r = PyBytes_FromStringAndSize(o.data, o.len);
+        Py_DECREF(sample);
         if (r == NULL)
             goto fail;
         PyList_SET_ITEM(out, i, r);
     }
+    out_free(&o);
     return out;
 fail:
+    out_free(&o);
     Py_DECREF(out);
     return NULL;
+}
+
+/* format_joined(samples, sep) -> bytes: the events' JSON objects with ``sep`` between
+ * them, written into one buffer (sep.join(format_many(samples)) without the objects). */
+static PyObject *
+Formatter_format_joined(FormatterObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "format_joined(samples, sep: bytes)");
+        return NULL;
+    }
+    PyObject *samples = args[0], *sep = args[1];
+    long long offset_ns;
+    if (begin_call(self, samples, &offset_ns) < 0)
+        return NULL;
+    Out o;
+    out_init(&o);
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(samples); i++) {
+        if (i && out_put_bytes(&o, sep) < 0)
+            goto done;
+        PyObject *sample = Py_NewRef(PyList_GET_ITEM(samples, i));
+        int rc = put_sample(self, &o, sample, offset_ns);
+        Py_DECREF(sample);
+        if (rc < 0)
+            goto done;
+    }
+    result = PyBytes_FromStringAndSize(o.data, o.len);
+done:
+    out_free(&o);
+    return result;
 }
 
 static PyObject *
@@ -1695,6 +1805,8 @@ static PyMethodDef Formatter_methods[] = {
      "time_json(time) -> the meta time value (bytes) in a non-ISO time_mode"},
     {"format_many", (PyCFunction)Formatter_format_many, METH_O,
      "format_many(samples) -> list of JSON event objects (bytes)"},
+    {"format_joined", (PyCFunction)(void (*)(void))Formatter_format_joined, METH_FASTCALL,
+     "format_joined(samples, sep) -> bytes: sep.join(format_many(samples))"},
     {NULL},
 };
 

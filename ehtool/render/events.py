@@ -152,6 +152,16 @@ class SampleFormatter:
             append(handler(sample))
         return out
 
+    def format_joined(self, samples: list, sep: bytes) -> bytes:
+        """``sep.join(self.format_many(samples))``, written by the C loop into one buffer
+        when it is built (no bytes object per event)."""
+        if self._native is not None:
+            try:
+                return self._native.format_joined(samples, sep)
+            except OverflowError:
+                pass  # as format_many
+        return sep.join(self.format_many(samples))
+
     def format_record(self, record: Any) -> bytes | None:
         """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):
         ``{ "n": "perf:comm", "pid": ..., ..., "meta": { ... } }``; None for other types."""
