@@ -1261,6 +1261,14 @@ enum { TIME_PERF = 0, TIME_NS = 1, TIME_REL = 2, TIME_DELTA = 3 };
 
 static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute names */
 
+/* A recent fast-cache hit: the spec, the event's first 12 bytes, the FastEntry. */
+#define HIT_SLOTS 64
+typedef struct {
+    PyObject *spec;
+    PyObject *hit;
+    unsigned char key[12];
+} HitSlot;
+
 typedef struct {
     PyObject_HEAD
     PyObject *handlers; /* dict: EventDesc -> spec tuple or callable */
@@ -1273,6 +1281,7 @@ typedef struct {
     int utc;               /* in this format_many call: ISO times (TIME_PERF + clock data) */
     int have_base;         /* base holds the first (REL) or previous (DELTA) time */
     unsigned long long base;
+    HitSlot hits[HIT_SLOTS]; /* recent EventHeader cache hits (cached_hit) */
 } FormatterObject;
 
 /* ``[-]sec.nnnnnnnnn`` (a JSON number) of a signed nanosecond count */
@@ -1516,6 +1525,39 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
     return Py_NewRef(hit);
 }
 
+/* eventheader_hit through a small table of recent hits: an entry (without activity ids)
+ * serves any event of the same spec with the same first 12 bytes followed by its metadata
+ * (its ``expect``), whatever the decoder's cache now holds for those bytes: the entry
+ * renders exactly what decoding such an event gives. */
+static PyObject *
+cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off)
+{
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    if (off < 0 || off + 12 > len)
+        return eventheader_hit(spec, raw, off);
+    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(raw) + off;
+    uint64_t h = (uint64_t)(uintptr_t)spec >> 4;
+    for (int i = 0; i < 12; i++)
+        h = h * 31 + key[i];
+    HitSlot *slot = &self->hits[(h ^ (h >> 29)) & (HIT_SLOTS - 1)];
+    if (slot->spec == spec && memcmp(slot->key, key, 12) == 0) {
+        PyObject *expect = PyTuple_GET_ITEM(slot->hit, 0);
+        Py_ssize_t n = PyBytes_GET_SIZE(expect);
+        if (off + 12 + n <= len && memcmp(key + 12, PyBytes_AS_STRING(expect), n) == 0)
+            return Py_NewRef(slot->hit);
+    }
+    PyObject *hit = eventheader_hit(spec, raw, off);
+    if (hit == NULL)
+        return NULL;
+    PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
+    if (PyBytes_Check(expect) && PyLong_CheckExact(activity) && PyLong_AsLong(activity) == 0) {
+        Py_XSETREF(slot->spec, Py_NewRef(spec));
+        Py_XSETREF(slot->hit, Py_NewRef(hit));
+        memcpy(slot->key, key, 12);
+    }
+    return hit;
+}
+
 /* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
  * activity ids, else the handler's text. */
 static int
@@ -1527,7 +1569,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
     if (off == -1 && PyErr_Occurred())
         return -1;
-    PyObject *hit = PyBytes_CheckExact(raw) ? eventheader_hit(spec, raw, off) : NULL;
+    PyObject *hit = PyBytes_CheckExact(raw) ? cached_hit(self, spec, raw, off) : NULL;
     if (hit == NULL) {
         if (PyErr_Occurred())
             return -1;
@@ -1752,6 +1794,10 @@ Formatter_clear(FormatterObject *self)
     Py_CLEAR(self->mid_tid);
     Py_CLEAR(self->end_meta);
     Py_CLEAR(self->last_prefix);
+    for (int i = 0; i < HIT_SLOTS; i++) {
+        Py_CLEAR(self->hits[i].spec);
+        Py_CLEAR(self->hits[i].hit);
+    }
     return 0;
 }
 
@@ -1769,6 +1815,10 @@ Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
     Py_VISIT(self->handlers);
     Py_VISIT(self->make);
     Py_VISIT(self->clock);
+    for (int i = 0; i < HIT_SLOTS; i++) {
+        Py_VISIT(self->hits[i].spec);
+        Py_VISIT(self->hits[i].hit);
+    }
     return 0;
 }
 
