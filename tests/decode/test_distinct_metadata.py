@@ -92,7 +92,6 @@ def _recurring(path: Path, count: int) -> None:
     import struct
 
     from ehtool.perfdata.grammar import RecordType
-    from ehtool.perfdata.hotpath import sample_prefix
     from ehtool.perfdata.reader import PerfDataFile
     from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
 
