@@ -1265,7 +1265,9 @@ static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute
 #define HIT_SLOTS 64
 typedef struct {
     PyObject *spec;
-    PyObject *hit;
+    PyObject *hit;        /* the FastEntry */
+    PyObject *name, *meta; /* its info's name_json and meta */
+    Py_ssize_t skip;      /* its skip */
     unsigned char key[12];
 } HitSlot;
 
@@ -1525,37 +1527,80 @@ eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
     return Py_NewRef(hit);
 }
 
+/* What formatting a fast-cache hit needs, read once per entry (EventInfo and FastEntry
+ * are not changed after they are made). */
+static int
+slot_fill(HitSlot *slot, PyObject *hit)
+{
+    slot->hit = hit; /* the reference is the slot's */
+    slot->skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
+    if (slot->skip == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *info = PyTuple_GET_ITEM(hit, 4);
+    slot->name = PyObject_GetAttr(info, str_name_json);
+    if (slot->name == NULL)
+        return -1;
+    slot->meta = PyObject_GetAttr(info, str_meta);
+    if (slot->meta == NULL)
+        return -1;
+    if (!PyBytes_Check(slot->name) || !PyBytes_Check(slot->meta)) {
+        PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
+        return -1;
+    }
+    return 0;
+}
+
+static void
+slot_clear(HitSlot *slot)
+{
+    Py_CLEAR(slot->spec);
+    Py_CLEAR(slot->hit);
+    Py_CLEAR(slot->name);
+    Py_CLEAR(slot->meta);
+}
+
 /* eventheader_hit through a small table of recent hits: an entry (without activity ids)
  * serves any event of the same spec with the same first 12 bytes followed by its metadata
  * (its ``expect``), whatever the decoder's cache now holds for those bytes: the entry
- * renders exactly what decoding such an event gives. */
-static PyObject *
-cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off)
+ * renders exactly what decoding such an event gives. Returns the table's slot or ``tmp``
+ * (filled: the caller clears it), or NULL (an error set, or no hit). */
+static HitSlot *
+cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off, HitSlot *tmp)
 {
     Py_ssize_t len = PyBytes_GET_SIZE(raw);
-    if (off < 0 || off + 12 > len)
-        return eventheader_hit(spec, raw, off);
+    HitSlot *slot = NULL;
     const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(raw) + off;
-    uint64_t h = (uint64_t)(uintptr_t)spec >> 4;
-    for (int i = 0; i < 12; i++)
-        h = h * 31 + key[i];
-    HitSlot *slot = &self->hits[(h ^ (h >> 29)) & (HIT_SLOTS - 1)];
-    if (slot->spec == spec && memcmp(slot->key, key, 12) == 0) {
-        PyObject *expect = PyTuple_GET_ITEM(slot->hit, 0);
-        Py_ssize_t n = PyBytes_GET_SIZE(expect);
-        if (off + 12 + n <= len && memcmp(key + 12, PyBytes_AS_STRING(expect), n) == 0)
-            return Py_NewRef(slot->hit);
+    if (off >= 0 && off + 12 <= len) {
+        uint64_t h = (uint64_t)(uintptr_t)spec >> 4;
+        for (int i = 0; i < 12; i++)
+            h = h * 31 + key[i];
+        slot = &self->hits[(h ^ (h >> 29)) & (HIT_SLOTS - 1)];
+        if (slot->spec == spec && memcmp(slot->key, key, 12) == 0) {
+            PyObject *expect = PyTuple_GET_ITEM(slot->hit, 0);
+            Py_ssize_t n = PyBytes_GET_SIZE(expect);
+            if (off + 12 + n <= len && memcmp(key + 12, PyBytes_AS_STRING(expect), n) == 0)
+                return slot;
+        }
     }
     PyObject *hit = eventheader_hit(spec, raw, off);
     if (hit == NULL)
         return NULL;
-    PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
-    if (PyBytes_Check(expect) && PyLong_CheckExact(activity) && PyLong_AsLong(activity) == 0) {
-        Py_XSETREF(slot->spec, Py_NewRef(spec));
-        Py_XSETREF(slot->hit, Py_NewRef(hit));
-        memcpy(slot->key, key, 12);
+    memset(tmp, 0, sizeof *tmp);
+    if (slot_fill(tmp, hit) < 0) {
+        slot_clear(tmp);
+        return NULL;
     }
-    return hit;
+    PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
+    if (slot != NULL && PyBytes_Check(expect) && PyLong_CheckExact(activity) &&
+        PyLong_AsLong(activity) == 0) {
+        slot_clear(slot);
+        *slot = *tmp; /* the references move to the table */
+        slot->spec = Py_NewRef(spec);
+        memcpy(slot->key, key, 12);
+        memset(tmp, 0, sizeof *tmp);
+        return slot;
+    }
+    return tmp;
 }
 
 /* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
@@ -1569,29 +1614,18 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
     if (off == -1 && PyErr_Occurred())
         return -1;
-    PyObject *hit = PyBytes_CheckExact(raw) ? cached_hit(self, spec, raw, off) : NULL;
-    if (hit == NULL) {
+    HitSlot tmp = {0};
+    HitSlot *slot = PyBytes_CheckExact(raw) ? cached_hit(self, spec, raw, off, &tmp) : NULL;
+    if (slot == NULL) {
         if (PyErr_Occurred())
             return -1;
         return put_result(o, call1(handler, sample), "a handler's event");
     }
-    Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
-    if (skip == -1 && PyErr_Occurred()) {
-        Py_DECREF(hit);
-        return -1;
-    }
-    PyObject *info = PyTuple_GET_ITEM(hit, 4);
-    PyObject *name = PyObject_GetAttr(info, str_name_json);
-    PyObject *meta = name != NULL ? PyObject_GetAttr(info, str_meta) : NULL;
-    Py_ssize_t mark = o->len;
+    /* the slot may be replaced while Python code runs: hold what is used */
+    PyObject *hit = Py_NewRef(slot->hit), *meta = Py_NewRef(slot->meta);
+    Py_ssize_t skip = slot->skip, mark = o->len;
     int rc = -1;
-    if (meta == NULL)
-        goto done;
-    if (!PyBytes_Check(name) || !PyBytes_Check(meta)) {
-        PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
-        goto done;
-    }
-    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, name) < 0)
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, slot->name) < 0)
         goto done;
     rc = put_hit_fields(o, hit, raw, off, skip);
     if (rc == 1)
@@ -1602,8 +1636,8 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     }
 done:
     Py_DECREF(hit);
-    Py_XDECREF(name);
-    Py_XDECREF(meta);
+    Py_DECREF(meta);
+    slot_clear(&tmp);
     return rc;
 }
 
@@ -1794,10 +1828,8 @@ Formatter_clear(FormatterObject *self)
     Py_CLEAR(self->mid_tid);
     Py_CLEAR(self->end_meta);
     Py_CLEAR(self->last_prefix);
-    for (int i = 0; i < HIT_SLOTS; i++) {
-        Py_CLEAR(self->hits[i].spec);
-        Py_CLEAR(self->hits[i].hit);
-    }
+    for (int i = 0; i < HIT_SLOTS; i++)
+        slot_clear(&self->hits[i]);
     return 0;
 }
 
@@ -1818,6 +1850,8 @@ Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
     for (int i = 0; i < HIT_SLOTS; i++) {
         Py_VISIT(self->hits[i].spec);
         Py_VISIT(self->hits[i].hit);
+        Py_VISIT(self->hits[i].name);
+        Py_VISIT(self->hits[i].meta);
     }
     return 0;
 }
