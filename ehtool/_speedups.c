@@ -1262,7 +1262,7 @@ enum { TIME_PERF = 0, TIME_NS = 1, TIME_REL = 2, TIME_DELTA = 3 };
 static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute names */
 
 /* A recent fast-cache hit: the spec, the event's first 12 bytes, the FastEntry. */
-#define HIT_SLOTS 64
+#define HIT_SLOTS 1024
 typedef struct {
     PyObject *spec;
     PyObject *hit;        /* the FastEntry */
@@ -1571,8 +1571,11 @@ cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off,
     HitSlot *slot = NULL;
     const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(raw) + off;
     if (off >= 0 && off + 12 <= len) {
+        /* hashed with the start of the metadata too: several metadata may follow the
+         * same 12 bytes */
+        Py_ssize_t hashed = len - off < 12 + 32 ? len - off : 12 + 32;
         uint64_t h = (uint64_t)(uintptr_t)spec >> 4;
-        for (int i = 0; i < 12; i++)
+        for (Py_ssize_t i = 0; i < hashed; i++)
             h = h * 31 + key[i];
         slot = &self->hits[(h ^ (h >> 29)) & (HIT_SLOTS - 1)];
         if (slot->spec == spec && memcmp(slot->key, key, 12) == 0) {
