@@ -197,6 +197,12 @@ class Kind:
         """JSON of the value from its ``size`` bytes."""
         return self.text(self.value(self.struct.unpack(data)[0]))
 
+    @property
+    def formatter(self) -> Callable[[bytes], bytes]:
+        """:meth:`from_bytes` as one callable with the rule resolved (what the C renderer
+        calls for the values it leaves to Python)."""
+        return _formatter(self)
+
     def python(self, data: bytes) -> object:
         """The Python value from its ``size`` bytes."""
         return self.typed(self.value(self.struct.unpack(data)[0]))
@@ -205,6 +211,18 @@ class Kind:
 @cache
 def _struct(code: str) -> struct.Struct:
     return struct.Struct(code)
+
+
+@cache
+def _formatter(kind: Kind) -> Callable[[bytes], bytes]:
+    if kind.swapped:
+        return kind.from_bytes
+    unpack = kind.struct.unpack
+    json = kind.json
+    if json is None:
+        piece = kind.piece
+        return lambda data: piece % unpack(data)
+    return lambda data: json(unpack(data)[0])
 
 
 def _name(size: int, fmt: int) -> str:

@@ -124,8 +124,8 @@ class _Compiler:
             if kind.c_kind in _C_ALONE:
                 return (OP_FIXED, size, kind.c_kind, None)
             if kind.c_table is not None:
-                return (OP_FIXED, size, kind.c_kind, kind.from_bytes, kind.c_table)
-            return (OP_FIXED, size, kind.c_kind, kind.from_bytes)
+                return (OP_FIXED, size, kind.c_kind, kind.formatter, kind.c_table)
+            return (OP_FIXED, size, kind.c_kind, kind.formatter)
         if d.encoding not in UNIT_SIZES:
             raise _Unsupported
         rule = string_kind(d.encoding, d.format, self.little)
