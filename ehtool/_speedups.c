@@ -171,7 +171,7 @@ enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CH
        FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8, FX_ERRNO = 9, FX_TIME = 10, FX_FLOAT = 11,
        FX_IP = 12 };
 /* STR flags */
-enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4 };
+enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4, STR_UTF = 8 };
 
 typedef struct {
     int op;
@@ -179,7 +179,8 @@ typedef struct {
     int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
                         STR_BOM: after a leading BOM, which picks the unit size and order;
-                        STR_HEX: the bytes as hex pairs (output.values.hex_bytes) */
+                        STR_HEX: the bytes as hex pairs (output.values.hex_bytes);
+                        STR_UTF: UTF-16/UTF-32 text written here too (put_units) */
     int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
@@ -454,6 +455,82 @@ put_ip(Out *o, const unsigned char *q, int size)
     return out_put(o, text, n + 1) < 0 ? FAIL_PY : OK;
 }
 
+/* One code point of a JSON string (ehtool.values.strings): ``"``, ``\`` and C0 controls
+ * escaped (``\b \t \n \f \r``, else ``\u00xx``), lone surrogates as ``\udxxx``, the rest
+ * as UTF-8. */
+static inline int
+put_code_point(Out *o, uint32_t cp)
+{
+    static const char digits[] = "0123456789abcdef";
+    char b[6];
+    int n;
+    if (cp < 0x80) {
+        if (plain_char(cp) || cp == 0x7f) {
+            b[0] = (char)cp;
+            n = 1;
+        }
+        else if (cp == '"' || cp == '\\') {
+            b[0] = '\\', b[1] = (char)cp, n = 2;
+        }
+        else {
+            const char *e = cp == 8 ? "\\b" : cp == 9 ? "\\t" : cp == 10 ? "\\n"
+                          : cp == 12 ? "\\f" : cp == 13 ? "\\r" : NULL;
+            if (e != NULL)
+                return out_put(o, e, 2);
+            b[0] = '\\', b[1] = 'u', b[2] = '0', b[3] = '0';
+            b[4] = digits[cp >> 4], b[5] = digits[cp & 15];
+            n = 6;
+        }
+    }
+    else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    }
+    else if (cp >= 0xD800 && cp <= 0xDFFF) {
+        b[0] = '\\', b[1] = 'u', b[2] = digits[cp >> 12], b[3] = digits[(cp >> 8) & 15];
+        b[4] = digits[(cp >> 4) & 15], b[5] = digits[cp & 15];
+        n = 6;
+    }
+    else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    }
+    else {
+        if (cp > 0x10FFFF)
+            cp = 0xFFFD;
+        return cp == 0xFFFD ? out_put(o, "\xef\xbf\xbd", 3)
+                            : (b[0] = (char)(0xF0 | cp >> 18),
+                               b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+                               b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+                               b[3] = (char)(0x80 | (cp & 0x3F)), out_put(o, b, 4));
+    }
+    return out_put(o, b, n);
+}
+
+/* utf16_json / utf32_json of n bytes (a trailing partial unit ignored): UTF-16 pairs
+ * combine, lone surrogates are escaped, UTF-32 units above U+10FFFF are U+FFFD; unit 1
+ * is Latin-1 (latin1_json). */
+static int
+put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
+{
+    Py_ssize_t count = n / unit;
+    if (out_reserve(o, count + 2) < 0 || out_put(o, "\"", 1) < 0)
+        return FAIL_PY;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t cp = (uint32_t)read_uint(q + i * unit, unit, little);
+        if (unit == 2 && cp >= 0xD800 && cp <= 0xDBFF && i + 1 < count) {
+            uint32_t low = (uint32_t)read_uint(q + (i + 1) * unit, 2, little);
+            if (low >= 0xDC00 && low <= 0xDFFF) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                i++;
+            }
+        }
+        if (put_code_point(o, cp) < 0)
+            return FAIL_PY;
+    }
+    return out_put(o, "\"", 1) < 0 ? FAIL_PY : OK;
+}
+
 static int
 call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
 {
@@ -514,6 +591,9 @@ run_fixed(Ctx *c, const Op *op)
         if (plain_char(v)) {
             char text[3] = {'"', (char)v, '"'};
             rc = out_put(c->out, text, 3) < 0 ? FAIL_PY : OK;
+        }
+        else if (size == 1 || size == 2 || size == 4) { /* Latin-1, UTF-16, UTF-32 */
+            rc = put_units(c->out, q, size, size, c->little);
         }
         else {
             rc = call_formatter(c, op->obj, c->p, size);
@@ -645,6 +725,10 @@ run_string(Ctx *c, const Op *op)
             chars -= skip;
         }
         rc = try_ascii(c, unit, little, text, chars, &done);
+        if (rc == OK && !done && op->fast & STR_UTF && unit > 1) {
+            rc = put_units(c->out, c->data + text, chars, unit, little);
+            done = 1;
+        }
         if (rc != OK || done) {
             c->p = next;
             return rc;
@@ -2008,7 +2092,7 @@ PyInit__speedups(void)
     EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID) EXPORT(FX_ERRNO)
     EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
-    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX)
+    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
 #undef EXPORT
     return m;
 }

@@ -57,6 +57,7 @@ from ehtool.speedups import (
     STR_ASCII,
     STR_BOM,
     STR_HEX,
+    STR_UTF,
 )
 from ehtool.values import text as v
 
@@ -356,11 +357,12 @@ def string_kind(encoding: int, fmt: int, little: bool) -> StringKind:
         return StringKind("latin1", v.latin1_json, _decoder("latin-1"), STR_ASCII)
     if fmt in _BOM_FORMATS:
         return StringKind("bom", partial(v.bom_string_json, unit_size=unit, big_endian=big),
-                          partial(_bom_text, unit=unit, big=big), STR_ASCII | STR_BOM)
+                          partial(_bom_text, unit=unit, big=big),
+                          STR_ASCII | STR_BOM | STR_UTF)
     if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
         return hexbytes
     if unit == 1:
         return StringKind("utf8", v.utf8_json, _decoder("utf-8"), STR_ASCII)
     codec = ("utf-16" if unit == 2 else "utf-32") + ("-be" if big else "-le")
     json = partial(v.utf16_json if unit == 2 else v.utf32_json, big_endian=big)
-    return StringKind(f"utf{unit * 8}", json, _decoder(codec), STR_ASCII)
+    return StringKind(f"utf{unit * 8}", json, _decoder(codec), STR_ASCII | STR_UTF)

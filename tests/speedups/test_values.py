@@ -176,3 +176,72 @@ def test_ip(little):
     _check(v6, _ipv6(rng), 0)
     old = fixed_kind(16, F.IP_ADDRESS_OBSOLETE, little)
     _check(old, _ipv6(rng)[:500], 0)
+
+
+_UNITS = {1: (0x00, 0x1F, 0x22, 0x5C, 0x41, 0x7F, 0x80, 0xA0, 0xE9, 0xFF),
+          2: (0x0000, 0x0008, 0x000A, 0x001F, 0x0022, 0x005C, 0x0041, 0x007F, 0x00E9, 0x07FF,
+              0x0800, 0x20AC, 0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xFEFF, 0xFFFE, 0xFFFF),
+          4: (0x00000000, 0x0000000D, 0x00000041, 0x00000022, 0x000000E9, 0x000020AC,
+              0x0000D800, 0x0000DFFF, 0x0001F600, 0x0010FFFF, 0x00110000, 0x7FFFFFFF,
+              0xFFFFFFFF, 0xFFFE0000, 0x0000FEFF)}
+
+
+def _texts(unit: int, little: bool, rng: random.Random) -> list[bytes]:
+    order = "little" if little else "big"
+    boms = [b"", b"\xff\xfe", b"\xfe\xff", b"\xff\xfe\0\0", b"\0\0\xfe\xff", b"\xef\xbb\xbf"]
+    out = []
+    for _ in range(1500):
+        units = [rng.choice(_UNITS[unit]) if rng.random() < 0.7 else rng.getrandbits(8 * unit)
+                 for _ in range(rng.randrange(0, 9))]
+        data = b"".join(u.to_bytes(unit, order) for u in units)
+        if rng.random() < 0.2:
+            data += rng.randbytes(rng.randrange(1, unit + 1))  # a partial unit
+        if rng.random() < 0.3:
+            data = rng.choice(boms) + data
+        out.append(data)
+    return out
+
+
+@pytest.mark.parametrize("little", [True, False])
+@pytest.mark.parametrize("fmt", [F.STRING_UTF, F.STRING_UTF_BOM, F.STRING_XML, F.STRING8])
+@pytest.mark.parametrize("unit", [1, 2, 4])
+def test_strings(unit, fmt, little):
+    """Counted strings of every unit size: text the C code writes (ASCII, and UTF-16/32
+    with STR_UTF) and text it leaves to the rule's formatter come out the same."""
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from ehtool.eventheader.kinds import string_kind
+
+    encoding = {1: E.STRING_LENGTH16_CHAR8, 2: E.STRING_LENGTH16_CHAR16,
+                4: E.STRING_LENGTH16_CHAR32}[unit]
+    rule = string_kind(encoding, fmt, little)
+    mod = sp.load()
+    python = _Counting(rule.json)
+    op = (sp.OP_STR, unit, 0, rule.c_flags, python)
+
+    def fallback(data, p, o):
+        raise AssertionError("the whole event was handed back")
+    render = mod.Plan([op], little, 100, fallback).render
+    order = "little" if little else "big"
+    texts = [t[:len(t) // unit * unit] for t in _texts(unit, little, random.Random(unit))]
+    for data in texts:
+        event = (len(data) // unit).to_bytes(2, order) + data
+        assert render(event, 0, 0) == rule.json(data), (rule.name, data.hex())
+    if rule.name in ("utf16", "utf32"):
+        assert python.calls == 0  # UTF-16/32 text is the C code's
+    elif rule.name != "bom":  # (a UTF-8 BOM leaves the rest to Python)
+        assert python.calls > 0
+
+
+@pytest.mark.parametrize("little", [True, False])
+@pytest.mark.parametrize("size", [1, 2, 4])
+def test_characters(size, little):
+    """string8 (Latin-1) and string_utf (UTF-16/32) single characters, every unit kind."""
+    fmt = F.STRING8 if size == 1 else F.STRING_UTF
+    kind = fixed_kind(size, fmt, little)
+    assert kind.c_kind == sp.FX_CHAR
+    order = "little" if little else "big"
+    rng = random.Random(size)
+    xs = [*_UNITS[size], *(rng.getrandbits(8 * size) for _ in range(3000))]
+    if size == 1:
+        xs += list(range(256))
+    _check(kind, [x.to_bytes(size, order) for x in xs], 0)
