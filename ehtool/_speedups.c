@@ -275,19 +275,18 @@ put_errno(Out *o, uint32_t v, PyObject *table)
     return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
 }
 
-/* time_json: "YYYY-MM-DDTHH:MM:SS" (UTC, proleptic Gregorian) for years 1..9999; other
- * years (negative, five digits, beyond gmtime) are the Python formatter's */
+/* time_json: "YYYY-MM-DDTHH:MM:SS" (UTC, proleptic Gregorian, the year as %04d), or
+ * "TIME(n)" when year - 1900 does not fit an int (glibc gmtime_r fails) */
 static int
 put_time_seconds(Out *o, int64_t sec)
 {
-    if (sec < -62135596800LL || sec > 253402300799LL)
-        return FAIL_DEFER;
     int64_t days = sec / 86400, rem = sec % 86400;
     if (rem < 0) {
         rem += 86400;
         days -= 1;
     }
-    /* Howard Hinnant's days-to-civil, as ehtool.values.times.civil_from_days */
+    /* Howard Hinnant's days-to-civil, as ehtool.values.times.civil_from_days (no
+     * overflow: |days| < 2**47) */
     int64_t z = days + 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
     int64_t doe = z - era * 146097;
@@ -297,8 +296,12 @@ put_time_seconds(Out *o, int64_t sec)
     int64_t day = doy - (153 * mp + 2) / 5 + 1;
     int64_t month = mp < 10 ? mp + 3 : mp - 9;
     int64_t year = yoe + era * 400 + (month <= 2);
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d\"", (int)year,
+    char buf[48];
+    int n;
+    if (year - 1900 < INT32_MIN || year - 1900 > INT32_MAX)
+        n = snprintf(buf, sizeof buf, "\"TIME(%lld)\"", (long long)sec);
+    else
+        n = snprintf(buf, sizeof buf, "\"%04lld-%02d-%02dT%02d:%02d:%02d\"", (long long)year,
                      (int)month, (int)day, (int)(rem / 3600), (int)(rem / 60 % 60),
                      (int)(rem % 60));
     return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
