@@ -187,7 +187,8 @@ typedef struct {
     PyObject *obj;   /* LIT: bytes; FIXED/STR/CSTR: the Python formatter (bytes -> bytes);
                         CALL: a Python getter of the whole record (raw -> bytes) */
     PyObject *open, *sep, *close, *empty; /* ARRAY: bytes */
-    PyObject *table; /* FIXED FX_ERRNO: tuple of the JSON of the values below its length */
+    PyObject *table; /* FIXED FX_ERRNO: tuple of the JSON of the values below its length;
+                        FX_FLOAT size 4: the JSON of the 256 powers of two by exponent */
 } Op;
 
 typedef struct {
@@ -418,10 +419,11 @@ put_float64(Out *o, uint64_t bits)
 
 /* float32_bits_json: the fewest digits that read back to the same float (strtof rounds
  * to nearest, ties to even, as the rounding interval's closed ends), the closest of
- * them (printf rounds correctly). Binade starts, whose interval is lopsided, are the
- * Python formatter's. */
+ * them (printf rounds correctly). Binade starts (powers of two), whose interval is
+ * lopsided, are looked up in ``table`` (the Python formatter's text of each exponent's
+ * power of two), else left to the Python formatter. */
 static int
-put_float32(Out *o, uint32_t bits)
+put_float32(Out *o, uint32_t bits, PyObject *table)
 {
     float f;
     memcpy(&f, &bits, 4);
@@ -430,8 +432,15 @@ put_float32(Out *o, uint32_t bits)
     if (rc != OK || done)
         return rc;
     uint32_t mag = bits & 0x7FFFFFFF;
-    if ((mag & 0x7FFFFF) == 0 && (mag >> 23) > 1)
-        return FAIL_DEFER;
+    if ((mag & 0x7FFFFF) == 0) {
+        PyObject *text;
+        if (table == NULL || !PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 256 ||
+            !PyBytes_Check(text = PyTuple_GET_ITEM(table, mag >> 23)))
+            return FAIL_DEFER;
+        if (neg && out_put(o, "-", 1) < 0)
+            return FAIL_PY;
+        return out_put_bytes(o, text) < 0 ? FAIL_PY : OK;
+    }
     double d = fabs((double)f);
     char text[40];
     for (int p = 1; p <= 9; p++) {
@@ -614,7 +623,7 @@ run_fixed(Ctx *c, const Op *op)
         break;
     case FX_FLOAT:
         rc = size == 8   ? put_float64(c->out, read_uint(q, 8, c->little))
-             : size == 4 ? put_float32(c->out, (uint32_t)read_uint(q, 4, c->little))
+             : size == 4 ? put_float32(c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
                          : FAIL_DEFER;
         break;
     case FX_IP:
@@ -1331,10 +1340,11 @@ static PyTypeObject ScannerType = {
 /* Handler specs (built by SampleFormatter._native_spec; anything else is a callable):
  *   PlainSpec(0, head, render, extra, handler)     a plain tracepoint:
  *        head + render(raw) + meta
- *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler)
+ *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler,
+ *                   activity_keys)
  *        an EventHeader tracepoint: EventHeaderDecoder.fast_cache (tracepoint -> first 12
  *        event bytes -> FastEntry(expect, activity_size, skip, render, info)) is consulted
- *        as EventHeaderDecoder.decode_parts does; a hit without activity ids is formatted
+ *        as EventHeaderDecoder.decode_parts does; a hit (activity ids too) is formatted
  *        here, anything else by handler.
  * (NamedTuples of ehtool/render/events.py and eventheader.py: read here by index;
  * tests/speedups/test_constants.py checks their field order.)
@@ -1440,7 +1450,7 @@ time_prefix(FormatterObject *self, long long sec)
  * ISO form with ``offset_ns`` (TIME_PERF with clock data). */
 static int
 put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
-         PyObject *extra)
+         const char *extra, Py_ssize_t extra_len)
 {
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
     if (t == (unsigned long long)-1 && PyErr_Occurred())
@@ -1477,7 +1487,7 @@ ids:;
         if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
             return -1;
     }
-    if (out_put_bytes(o, extra) < 0 || out_put_bytes(o, self->end_meta) < 0)
+    if (out_put(o, extra, extra_len) < 0 || out_put_bytes(o, self->end_meta) < 0)
         return -1;
     return 0;
 }
@@ -1537,7 +1547,12 @@ put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long 
     else if (put_result(o, call1(render, raw), "event pieces") < 0) {
         return -1;
     }
-    return put_meta(self, o, sample, self->utc, offset_ns, extra);
+    if (!PyBytes_Check(extra)) {
+        PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
+        return -1;
+    }
+    return put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(extra),
+                    PyBytes_GET_SIZE(extra));
 }
 
 /* The fields of an EventHeader cache hit appended to o: 1 when done, 0 when the event is
@@ -1693,6 +1708,91 @@ cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off,
     return tmp;
 }
 
+/* The decoder's entry for an event with activity ids (EventHeaderDecoder.decode_parts):
+ * the first 12 bytes key a FastEntry with activity ids, or a list of them, tried in
+ * order; the entry's metadata must follow the ids. A new reference, or NULL. */
+static PyObject *
+activity_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
+{
+    PyObject *per_name = PyDict_GetItemWithError(PyTuple_GET_ITEM(spec, 4),
+                                                 PyTuple_GET_ITEM(spec, 1));
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
+        return NULL;
+    const char *data = PyBytes_AS_STRING(raw);
+    PyObject *key = PyBytes_FromStringAndSize(data + off, 12);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(per_name, key);
+    Py_DECREF(key);
+    if (hit == NULL)
+        return NULL;
+    int listed = PyList_Check(hit);
+    Py_ssize_t n = listed ? PyList_GET_SIZE(hit) : 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *entry = listed ? PyList_GET_ITEM(hit, i) : hit;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5)
+            return NULL;
+        PyObject *expect = PyTuple_GET_ITEM(entry, 0), *activity = PyTuple_GET_ITEM(entry, 1);
+        if (!PyBytes_Check(expect) || !PyLong_CheckExact(activity))
+            return NULL;
+        long size = PyLong_AsLong(activity);
+        if (size != 16 && size != 32) { /* (no activity ids: eventheader_hit's) */
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_ssize_t m = PyBytes_GET_SIZE(expect), at = off + 12 + size;
+        if (at + m <= len && memcmp(data + at, PyBytes_AS_STRING(expect), m) == 0)
+            return Py_NewRef(entry);
+    }
+    return NULL;
+}
+
+/* An event with activity ids from its entry: as put_eventheader, the meta followed by
+ * the activity id and the related one (EventHeaderDecoder._with_activity). */
+static int
+put_activity_event(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
+                   PyObject *hit, Py_ssize_t off, long long offset_ns)
+{
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4);
+    PyObject *keys = PyTuple_GET_ITEM(spec, 6);
+    if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != 2 ||
+        !PyBytes_Check(PyTuple_GET_ITEM(keys, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(keys, 1))) {
+        PyErr_SetString(PyExc_TypeError, "activity_keys must be two bytes");
+        return -1;
+    }
+    HitSlot tmp = {0};
+    if (slot_fill(&tmp, Py_NewRef(hit)) < 0) {
+        slot_clear(&tmp);
+        return -1;
+    }
+    long size = PyLong_AsLong(PyTuple_GET_ITEM(hit, 1));
+    Py_ssize_t mark = o->len;
+    int rc = -1;
+    Out extra;
+    out_init(&extra);
+    const unsigned char *ids = (const unsigned char *)PyBytes_AS_STRING(raw) + off + 12;
+    if (out_put_bytes(&extra, tmp.meta) < 0 ||
+        out_put_bytes(&extra, PyTuple_GET_ITEM(keys, 0)) < 0 || put_uuid(&extra, ids) != OK)
+        goto done;
+    if (size == 32 && (out_put_bytes(&extra, PyTuple_GET_ITEM(keys, 1)) < 0 ||
+                       put_uuid(&extra, ids + 16) != OK))
+        goto done;
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, tmp.name) < 0)
+        goto done;
+    rc = put_hit_fields(o, hit, raw, off, tmp.skip);
+    if (rc == 1)
+        rc = put_meta(self, o, sample, self->utc, offset_ns, extra.data, extra.len);
+    else if (rc == 0) {
+        o->len = mark;
+        rc = put_result(o, call1(PyTuple_GET_ITEM(spec, 5), sample), "a handler's event");
+    }
+done:
+    out_free(&extra);
+    slot_clear(&tmp);
+    return rc;
+}
+
 /* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
  * activity ids, else the handler's text. */
 static int
@@ -1709,6 +1809,14 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     if (slot == NULL) {
         if (PyErr_Occurred())
             return -1;
+        PyObject *hit = PyBytes_CheckExact(raw) ? activity_hit(spec, raw, off) : NULL;
+        if (hit != NULL) {
+            int rc = put_activity_event(self, o, spec, sample, hit, off, offset_ns);
+            Py_DECREF(hit);
+            return rc;
+        }
+        if (PyErr_Occurred())
+            return -1;
         return put_result(o, call1(handler, sample), "a handler's event");
     }
     /* the slot may be replaced while Python code runs: hold what is used */
@@ -1719,7 +1827,8 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
         goto done;
     rc = put_hit_fields(o, hit, raw, off, skip);
     if (rc == 1)
-        rc = put_meta(self, o, sample, self->utc, offset_ns, meta);
+        rc = put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(meta),
+                      PyBytes_GET_SIZE(meta));
     else if (rc == 0) {
         o->len = mark;
         rc = put_result(o, call1(handler, sample), "a handler's event");
@@ -1744,7 +1853,7 @@ valid_spec(PyObject *h)
         return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     if (kind == 1)
-        return n == 6 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+        return n == 7 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     return 0;
 }

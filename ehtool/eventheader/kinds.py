@@ -174,7 +174,7 @@ class Kind:
     typed: Callable[[Any], object]
     #: how the C renderer writes it (``ehtool.speedups.FX_*``)
     c_kind: int
-    #: texts the C renderer looks values up in (errno names), or None
+    #: texts the C renderer looks values up in (errno names, float32 powers of two), or None
     c_table: tuple[bytes, ...] | None = None
 
     def text(self, value: Any) -> bytes:
@@ -251,8 +251,9 @@ def fixed_kind(size: int, fmt: int, little: bool) -> Kind:
         json = partial(json, size=size)
     if name in _BY_SIZE:
         json, typed = _BY_SIZE[name](size, not little)
+    table = v.float32_powers_json() if name == "float" and size == 4 else spec.c_table
     return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind,
-                spec.c_table)
+                table)
 
 
 def _chars(size: int, big: bool) -> tuple[Callable, Callable]:

@@ -41,6 +41,7 @@ Numbers and other formats:
 from __future__ import annotations
 
 import struct
+from functools import cache
 
 from ehtool.values.strings import (
     bom_string_json,
@@ -55,7 +56,7 @@ from ehtool.values.times import format_utc_seconds
 
 __all__ = [
     "ERRNO_JSON", "bom_string_json", "boolean_json", "errno_json", "float32_bits_json",
-    "float32_json", "float64_json", "hex_bytes", "hex_int", "ipv4_json", "ipv6_json", "latin1_json",
+    "float32_json", "float32_powers_json", "float64_json", "hex_bytes", "hex_int", "ipv4_json", "ipv6_json", "latin1_json",
     "port_json", "seconds_json", "signed_json", "str_json", "string_json", "time32_json",
     "time64_json", "time_json", "unsigned_json", "utc_ns_json", "utf8_json", "utf16_json",
     "utf32_json", "uuid_json",
@@ -317,6 +318,13 @@ def float64_json(value: float) -> bytes:
         frac = r.partition(".")[2]
         return _format(frac.lstrip("0"), -len(frac), sign, value)
     return r.encode()
+
+
+@cache
+def float32_powers_json() -> tuple[bytes, ...]:
+    """float32_bits_json of the positive power of two of each biased exponent (index 0 and
+    255 are zero and infinity): the C renderer's table for them."""
+    return tuple(_float32_text(e << 23) for e in range(256))
 
 
 def float32_json(value: float) -> bytes:
