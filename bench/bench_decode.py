@@ -1,13 +1,21 @@
-"""Decode speed and memory: ehtool decode vs perf script on 1,000,000-event files.
+"""Decode speed, CPU time and memory: ehtool decode vs perf-decode and perf script on
+1,000,000-event files.
 
     python3 bench/bench_decode.py [--events N] [--keep DIR] [--repeat N]
+                                  [--perf-decode PATH] [--jobs N]
 
 Builds with the project's own perf.data writer, by replaying samples with shifted
 timestamps: ``eventheader`` (only the EventHeader samples of the reference
 recording: every field type), ``mix`` (all its samples: EventHeader and
 sched_switch) and ``sched_switch`` (examples/sched.data). Then times ``ehtool
-decode`` to /dev/null (also in pure Python, ``EHTOOL_PURE=1``, when the C hot loops
-are built) and ``perf script`` on each, and prints events/s and peak RSS.
+decode -j 1`` to /dev/null (also ``-j N`` with ``--jobs``, and in pure Python,
+``EHTOOL_PURE=1``, when the C hot loops are built), Microsoft's ``perf-decode``
+when ``--perf-decode PATH`` or ``$PERF_DECODE`` names its binary, and ``perf
+script``, and prints events/s, wall and CPU seconds (user + sys of the process and
+its children, from ``os.wait4``) and peak RSS. Runs of the tools alternate, and the
+best CPU time of ``--repeat`` runs is printed beside the median wall time (this machine
+is shared and noisy). ehtool's bytecode is compiled first (``compileall``), as an
+installed package has it.
 """
 
 from __future__ import annotations
@@ -20,20 +28,42 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
 SCHED = REPO / "examples" / "sched.data"
 
 
-def run(argv: list[str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in MB, exit status) of one command, output to /dev/null."""
+class Run(NamedTuple):
+    wall: float  # seconds
+    cpu: float  # user + sys seconds
+    rss: int  # peak RSS, MB
+    status: int
+
+
+def run(argv: list[str]) -> Run:
+    """One command, output to /dev/null. ``os.wait4`` gives the resources of the process;
+    those of its own children (ehtool -j N workers) are not in them, so the command
+    runs under a small Python parent that reports RUSAGE_CHILDREN instead."""
+    code = ("import os, resource, subprocess, sys, time\n"
+            "t = time.perf_counter()\n"
+            "with open(os.devnull, 'wb') as null:\n"
+            "    status = subprocess.call(sys.argv[1:], stdout=null, stderr=subprocess.DEVNULL)\n"
+            "w = time.perf_counter() - t\n"
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(w, u.ru_utime + u.ru_stime, u.ru_maxrss, status)\n")
+    if len(argv) > 5 and "-j" in argv and argv[argv.index("-j") + 1] != "1":
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                             text=True, check=True).stdout.split()
+        return Run(float(out[0]), float(out[1]), int(out[2]) // 1024, int(out[3]))
     with open(os.devnull, "wb") as null:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
-    return elapsed, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+    return Run(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024,
+               os.waitstatus_to_exitcode(status))
 
 
 _COUNT = """
@@ -52,8 +82,8 @@ import sys
 from ehtool.perfdata.writer import replay_samples
 only_eh = sys.argv[4] == "eventheader"
 replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), attr_size=128,
-               select=(lambda s: (s.desc.format is not None
-                                  and s.desc.format.eventheader_offset is not None))
+               select=(lambda s: s.desc.format is not None
+                       and s.desc.format.eventheader_offset is not None)
                if only_eh else None)
 """
 
@@ -77,7 +107,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the generated files in this directory")
     parser.add_argument("--repeat", type=int, default=3,
-                        help="runs per tool; the median is printed (this machine is noisy)")
+                        help="runs per tool; the median wall and the best CPU time are "
+                        "printed (this machine is noisy)")
+    parser.add_argument("--perf-decode", default=os.environ.get("PERF_DECODE"),
+                        help="Microsoft's perf-decode binary to time too (default: "
+                        "$PERF_DECODE)")
+    parser.add_argument("--jobs", type=int, default=0,
+                        help="also time ehtool decode -j N (0: only -j 1)")
+    parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python runs")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -97,24 +134,38 @@ def main() -> None:
     perf = shutil.which("perf")
     native = in_subprocess("from ehtool.speedups import load; print(load() is not None)")
     native = native.strip() == "True"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "ehtool")],
+                   stdout=subprocess.DEVNULL, check=False)
     print(f"C hot loops (ehtool._speedups): {'built' if native else 'not built'}")
-    print(f"\n{'file':14} {'tool':22} {'events/s':>12} {'seconds':>8} {'peak RSS':>9}"
-          f"  (median of {args.repeat}; best events/s)")
+    print(f"\n{'file':14} {'tool':24} {'events/s':>10} {'wall s':>7} {'CPU s':>6} "
+          f"{'peak RSS':>9}  (median wall, best CPU of {args.repeat}; CPU vs perf-decode)")
     for label, path in files.items():
         total, eh = count_samples(path)
         decode = [sys.executable, "-m", "ehtool", "decode", str(path)]
-        tools = [("ehtool decode", decode)]
-        if native:
-            tools.append(("ehtool decode (pure)", ["env", "EHTOOL_PURE=1", *decode]))
+        tools = [("ehtool decode -j 1", [*decode, "-j", "1"])]
+        if args.jobs > 1:
+            tools.append((f"ehtool decode -j {args.jobs}", [*decode, "-j", str(args.jobs)]))
+        if native and not args.no_pure:
+            tools.append(("ehtool decode (pure)", ["env", "EHTOOL_PURE=1", *decode, "-j", "1"]))
+        if args.perf_decode:
+            tools.append(("perf-decode", [args.perf_decode, str(path)]))
         if perf:
             tools.append(("perf script", [perf, "script", "-i", str(path)]))
-        for name, argv in tools:
-            runs = sorted(run(argv) for _ in range(max(1, args.repeat)))
-            seconds, rss, status = runs[len(runs) // 2]
-            rss = max(r[1] for r in runs)
-            note = "" if status == 0 else f"  (exit {status})"
-            print(f"{label:14} {name:22} {total / seconds:12,.0f} {seconds:8.2f} "
-                  f"{rss:7d} MB  ({total / runs[0][0]:,.0f}){note}")
+        runs: dict[str, list[Run]] = {name: [] for name, _ in tools}
+        for _ in range(max(1, args.repeat)):  # alternate: the machine's speed drifts
+            for name, argv in tools:
+                runs[name].append(run(argv))
+        reference = min(r.cpu for r in runs["perf-decode"]) if args.perf_decode else None
+        for name, _ in tools:
+            rs = runs[name]
+            wall = sorted(r.wall for r in rs)[len(rs) // 2]
+            cpu = min(r.cpu for r in rs)
+            rss = max(r.rss for r in rs)
+            note = "" if all(r.status == 0 for r in rs) else \
+                f"  (exit {sorted({r.status for r in rs})})"
+            ratio = f"  {cpu / reference:.2f}x" if reference else ""
+            print(f"{label:14} {name:24} {total / wall:10,.0f} {wall:7.2f} {cpu:6.2f} "
+                  f"{rss:6d} MB{ratio}{note}")
         print(f"{'':14} ({total:,} samples, {eh:,} EventHeader)")
     if not args.keep:
         shutil.rmtree(work)

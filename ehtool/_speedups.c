@@ -18,7 +18,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <arpa/inet.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* -- byte order helpers ------------------------------------------------------------ */
@@ -164,9 +168,10 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 
 enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3, OP_SEEK = 4, OP_CSTR = 5, OP_CALL = 6 };
 enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5,
-       FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8 };
+       FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8, FX_ERRNO = 9, FX_TIME = 10, FX_FLOAT = 11,
+       FX_IP = 12 };
 /* STR flags */
-enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4 };
+enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4, STR_UTF = 8 };
 
 typedef struct {
     int op;
@@ -174,13 +179,16 @@ typedef struct {
     int kind;        /* FIXED: FX_*; STR: 1 for zero-terminated, 0 for counted */
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
                         STR_BOM: after a leading BOM, which picks the unit size and order;
-                        STR_HEX: the bytes as hex pairs (output.values.hex_bytes) */
+                        STR_HEX: the bytes as hex pairs (output.values.hex_bytes);
+                        STR_UTF: UTF-16/UTF-32 text written here too (put_units) */
     int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
     PyObject *obj;   /* LIT: bytes; FIXED/STR/CSTR: the Python formatter (bytes -> bytes);
                         CALL: a Python getter of the whole record (raw -> bytes) */
     PyObject *open, *sep, *close, *empty; /* ARRAY: bytes */
+    PyObject *table; /* FIXED FX_ERRNO: tuple of the JSON of the values below its length;
+                        FX_FLOAT size 4: the JSON of the 256 powers of two by exponent */
 } Op;
 
 typedef struct {
@@ -205,7 +213,7 @@ typedef struct {
     long steps;
     int little;
     long budget;
-    Out out;
+    Out *out; /* where the members are written */
 } Ctx;
 
 /* ``"01 ab ff"``: lowercase pairs separated by spaces (output.values.hex_bytes) */
@@ -246,6 +254,295 @@ put_uuid(Out *o, const unsigned char *q)
     return out_put(o, text, w) < 0 ? FAIL_PY : OK;
 }
 
+/* -- values the Python formatters of ehtool.values.text also write -------------------
+ * Each returns OK, FAIL_PY, or FAIL_DEFER when the value is left to the Python formatter
+ * (rare inputs whose rules are only written there); tests/speedups/test_values.py
+ * compares them with the Python formatters. */
+
+/* errno_json: the table's text below its length, else "ERRNO(n)" with n signed 32-bit */
+static int
+put_errno(Out *o, uint32_t v, PyObject *table)
+{
+    if (table == NULL || !PyTuple_Check(table))
+        return FAIL_DEFER;
+    if (v < (uint64_t)PyTuple_GET_SIZE(table)) {
+        PyObject *text = PyTuple_GET_ITEM(table, v);
+        if (!PyBytes_Check(text))
+            return FAIL_DEFER;
+        return out_put_bytes(o, text) < 0 ? FAIL_PY : OK;
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "\"ERRNO(%d)\"", (int32_t)v);
+    return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
+}
+
+/* time_json: "YYYY-MM-DDTHH:MM:SS" (UTC, proleptic Gregorian, the year as %04d), or
+ * "TIME(n)" when year - 1900 does not fit an int (glibc gmtime_r fails) */
+static int
+put_time_seconds(Out *o, int64_t sec)
+{
+    int64_t days = sec / 86400, rem = sec % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days -= 1;
+    }
+    /* Howard Hinnant's days-to-civil, as ehtool.values.times.civil_from_days (no
+     * overflow: |days| < 2**47) */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t day = doy - (153 * mp + 2) / 5 + 1;
+    int64_t month = mp < 10 ? mp + 3 : mp - 9;
+    int64_t year = yoe + era * 400 + (month <= 2);
+    char buf[48];
+    int n;
+    if (year - 1900 < INT32_MIN || year - 1900 > INT32_MAX)
+        n = snprintf(buf, sizeof buf, "\"TIME(%lld)\"", (long long)sec);
+    else
+        n = snprintf(buf, sizeof buf, "\"%04lld-%02d-%02dT%02d:%02d:%02d\"", (long long)year,
+                     (int)month, (int)day, (int)(rem / 3600), (int)(rem / 60 % 60),
+                     (int)(rem % 60));
+    return out_put(o, buf, n) < 0 ? FAIL_PY : OK;
+}
+
+/* The std::to_chars text of sign * digits * 10**e (digits: n of them, no trailing zero,
+ * the shortest that read back to ``value``): fixed when -(n + 3) <= e <= 5 (-3 <= e <= 4
+ * for one digit), else scientific; fixed with e >= 0 prints the exact integer value. */
+static int
+put_shortest(Out *o, int neg, const char *digits, int n, int e, double value)
+{
+    char buf[400];
+    int w = 0;
+    if (neg)
+        buf[w++] = '-';
+    int fixed = n == 1 ? (e >= -3 && e <= 4) : (e >= -(n + 3) && e <= 5);
+    if (fixed && e >= 0) {
+        w += snprintf(buf + w, sizeof buf - w, "%.0f", fabs(value));
+    }
+    else if (fixed) {
+        int point = n + e;
+        if (point > 0) {
+            memcpy(buf + w, digits, point);
+            w += point;
+            buf[w++] = '.';
+            memcpy(buf + w, digits + point, n - point);
+            w += n - point;
+        }
+        else {
+            buf[w++] = '0';
+            buf[w++] = '.';
+            for (int i = 0; i < -point; i++)
+                buf[w++] = '0';
+            memcpy(buf + w, digits, n);
+            w += n;
+        }
+    }
+    else {
+        int x = e + n - 1;
+        buf[w++] = digits[0];
+        if (n > 1) {
+            buf[w++] = '.';
+            memcpy(buf + w, digits + 1, n - 1);
+            w += n - 1;
+        }
+        w += snprintf(buf + w, sizeof buf - w, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+    }
+    return out_put(o, buf, w) < 0 ? FAIL_PY : OK;
+}
+
+/* nan, inf and zero as float64_json/float32_json write them; 0 when v is none of them */
+static int
+put_special(Out *o, double v, int neg, int *done)
+{
+    const char *text = NULL;
+    if (isnan(v))
+        text = neg ? "\"-nan\"" : "\"nan\"";
+    else if (isinf(v))
+        text = neg ? "\"-inf\"" : "\"inf\"";
+    else if (v == 0)
+        text = neg ? "-0" : "0";
+    *done = text != NULL;
+    return text != NULL && out_put(o, text, strlen(text)) < 0 ? FAIL_PY : OK;
+}
+
+/* The significant digits (no trailing zeros) and exponent of a %e or repr text. */
+static int
+split_decimal(const char *text, char *digits, int *e)
+{
+    int n = 0, point = -1, exp = 0;
+    const char *q = text;
+    if (*q == '-')
+        q++;
+    for (; *q && *q != 'e' && *q != 'E'; q++) {
+        if (*q == '.')
+            point = n;
+        else if (n || *q != '0')
+            digits[n++] = *q;
+        else if (point >= 0)
+            exp--; /* a leading zero after the point */
+    }
+    if (*q)
+        exp += atoi(q + 1);
+    if (point < 0)
+        point = n;
+    /* the value is the n-digit integer times 10**(exp + point - n) */
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
+    digits[n] = 0;
+    *e = exp + point - n;
+    return n;
+}
+
+/* float64_json: the shortest round-trip digits (Python's repr) laid out as to_chars */
+static int
+put_float64(Out *o, uint64_t bits)
+{
+    double v;
+    memcpy(&v, &bits, 8);
+    int neg = (int)(bits >> 63), done;
+    int rc = put_special(o, v, neg, &done);
+    if (rc != OK || done)
+        return rc;
+    char *r = PyOS_double_to_string(v, 'r', 0, 0, NULL);
+    if (r == NULL)
+        return FAIL_PY;
+    char digits[40];
+    int e, n = (int)strlen(r) < 32 ? split_decimal(r, digits, &e) : 0;
+    PyMem_Free(r);
+    if (n == 0)
+        return FAIL_DEFER;
+    return put_shortest(o, neg, digits, n, e, v);
+}
+
+/* float32_bits_json: the fewest digits that read back to the same float (strtof rounds
+ * to nearest, ties to even, as the rounding interval's closed ends), the closest of
+ * them (printf rounds correctly). Binade starts (powers of two), whose interval is
+ * lopsided, are looked up in ``table`` (the Python formatter's text of each exponent's
+ * power of two), else left to the Python formatter. */
+static int
+put_float32(Out *o, uint32_t bits, PyObject *table)
+{
+    float f;
+    memcpy(&f, &bits, 4);
+    int neg = (int)(bits >> 31), done;
+    int rc = put_special(o, (double)f, neg, &done);
+    if (rc != OK || done)
+        return rc;
+    uint32_t mag = bits & 0x7FFFFFFF;
+    if ((mag & 0x7FFFFF) == 0) {
+        PyObject *text;
+        if (table == NULL || !PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 256 ||
+            !PyBytes_Check(text = PyTuple_GET_ITEM(table, mag >> 23)))
+            return FAIL_DEFER;
+        if (neg && out_put(o, "-", 1) < 0)
+            return FAIL_PY;
+        return out_put_bytes(o, text) < 0 ? FAIL_PY : OK;
+    }
+    double d = fabs((double)f);
+    char text[40];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(text, sizeof text, "%.*e", p - 1, d);
+        if (strtof(text, NULL) == (float)d) {
+            char digits[40];
+            int e, n = split_decimal(text, digits, &e);
+            return put_shortest(o, neg, digits, n, e, (double)f);
+        }
+    }
+    return FAIL_DEFER;
+}
+
+/* ipv4_json / ipv6_json (glibc inet_ntop) */
+static int
+put_ip(Out *o, const unsigned char *q, int size)
+{
+    char text[INET6_ADDRSTRLEN + 2];
+    if (inet_ntop(size == 4 ? AF_INET : AF_INET6, q, text + 1, INET6_ADDRSTRLEN) == NULL)
+        return FAIL_DEFER;
+    text[0] = '"';
+    size_t n = strlen(text);
+    text[n] = '"';
+    return out_put(o, text, n + 1) < 0 ? FAIL_PY : OK;
+}
+
+/* One code point of a JSON string (ehtool.values.strings): ``"``, ``\`` and C0 controls
+ * escaped (``\b \t \n \f \r``, else ``\u00xx``), lone surrogates as ``\udxxx``, the rest
+ * as UTF-8. */
+static inline int
+put_code_point(Out *o, uint32_t cp)
+{
+    static const char digits[] = "0123456789abcdef";
+    char b[6];
+    int n;
+    if (cp < 0x80) {
+        if (plain_char(cp) || cp == 0x7f) {
+            b[0] = (char)cp;
+            n = 1;
+        }
+        else if (cp == '"' || cp == '\\') {
+            b[0] = '\\', b[1] = (char)cp, n = 2;
+        }
+        else {
+            const char *e = cp == 8 ? "\\b" : cp == 9 ? "\\t" : cp == 10 ? "\\n"
+                          : cp == 12 ? "\\f" : cp == 13 ? "\\r" : NULL;
+            if (e != NULL)
+                return out_put(o, e, 2);
+            b[0] = '\\', b[1] = 'u', b[2] = '0', b[3] = '0';
+            b[4] = digits[cp >> 4], b[5] = digits[cp & 15];
+            n = 6;
+        }
+    }
+    else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    }
+    else if (cp >= 0xD800 && cp <= 0xDFFF) {
+        b[0] = '\\', b[1] = 'u', b[2] = digits[cp >> 12], b[3] = digits[(cp >> 8) & 15];
+        b[4] = digits[(cp >> 4) & 15], b[5] = digits[cp & 15];
+        n = 6;
+    }
+    else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    }
+    else {
+        if (cp > 0x10FFFF)
+            cp = 0xFFFD;
+        return cp == 0xFFFD ? out_put(o, "\xef\xbf\xbd", 3)
+                            : (b[0] = (char)(0xF0 | cp >> 18),
+                               b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+                               b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+                               b[3] = (char)(0x80 | (cp & 0x3F)), out_put(o, b, 4));
+    }
+    return out_put(o, b, n);
+}
+
+/* utf16_json / utf32_json of n bytes (a trailing partial unit ignored): UTF-16 pairs
+ * combine, lone surrogates are escaped, UTF-32 units above U+10FFFF are U+FFFD; unit 1
+ * is Latin-1 (latin1_json). */
+static int
+put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
+{
+    Py_ssize_t count = n / unit;
+    if (out_reserve(o, count + 2) < 0 || out_put(o, "\"", 1) < 0)
+        return FAIL_PY;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t cp = (uint32_t)read_uint(q + i * unit, unit, little);
+        if (unit == 2 && cp >= 0xD800 && cp <= 0xDBFF && i + 1 < count) {
+            uint32_t low = (uint32_t)read_uint(q + (i + 1) * unit, 2, little);
+            if (low >= 0xDC00 && low <= 0xDFFF) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                i++;
+            }
+        }
+        if (put_code_point(o, cp) < 0)
+            return FAIL_PY;
+    }
+    return out_put(o, "\"", 1) < 0 ? FAIL_PY : OK;
+}
+
 static int
 call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
 {
@@ -260,7 +557,7 @@ call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
         PyErr_Clear();
         return FAIL_DEFER;
     }
-    int rc = out_put_bytes(&c->out, r) < 0 ? FAIL_PY : OK;
+    int rc = out_put_bytes(c->out, r) < 0 ? FAIL_PY : OK;
     Py_DECREF(r);
     return rc;
 }
@@ -275,46 +572,68 @@ run_fixed(Ctx *c, const Op *op)
     int rc;
     switch (op->kind) {
     case FX_UNSIGNED:
-        rc = out_put_u64(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        rc = out_put_u64(c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
         break;
     case FX_SIGNED:
-        rc = out_put_i64(&c->out, sign_extend(read_uint(q, size, c->little), size)) < 0
+        rc = out_put_i64(c->out, sign_extend(read_uint(q, size, c->little), size)) < 0
                  ? FAIL_PY : OK;
         break;
     case FX_HEX:
-        rc = out_put_hex(&c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
+        rc = out_put_hex(c->out, read_uint(q, size, c->little)) < 0 ? FAIL_PY : OK;
         break;
     case FX_PORT: /* network byte order whatever the event's */
-        rc = out_put_u64(&c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
+        rc = out_put_u64(c->out, read_uint(q, 2, 0)) < 0 ? FAIL_PY : OK;
         break;
     case FX_BOOL: { /* false, true, else the value as a signed 32-bit decimal */
         uint64_t v = read_uint(q, size, c->little);
         if (v <= 1)
-            rc = out_put(&c->out, v ? "true" : "false", v ? 4 : 5) < 0 ? FAIL_PY : OK;
+            rc = out_put(c->out, v ? "true" : "false", v ? 4 : 5) < 0 ? FAIL_PY : OK;
         else
-            rc = out_put_i64(&c->out, (int32_t)(uint32_t)v) < 0 ? FAIL_PY : OK;
+            rc = out_put_i64(c->out, (int32_t)(uint32_t)v) < 0 ? FAIL_PY : OK;
         break;
     }
     case FX_HEXBYTES:
-        rc = put_hex_bytes(&c->out, q, size);
+        rc = put_hex_bytes(c->out, q, size);
         break;
     case FX_UUID:
-        rc = size == 16 ? put_uuid(&c->out, q) : call_formatter(c, op->obj, c->p, size);
+        rc = size == 16 ? put_uuid(c->out, q) : call_formatter(c, op->obj, c->p, size);
         break;
     case FX_CHAR: { /* one character: printable ASCII here, the rest by the formatter */
         uint64_t v = read_uint(q, size, c->little);
         if (plain_char(v)) {
             char text[3] = {'"', (char)v, '"'};
-            rc = out_put(&c->out, text, 3) < 0 ? FAIL_PY : OK;
+            rc = out_put(c->out, text, 3) < 0 ? FAIL_PY : OK;
+        }
+        else if (size == 1 || size == 2 || size == 4) { /* Latin-1, UTF-16, UTF-32 */
+            rc = put_units(c->out, q, size, size, c->little);
         }
         else {
             rc = call_formatter(c, op->obj, c->p, size);
         }
         break;
     }
+    case FX_ERRNO:
+        rc = size == 4 ? put_errno(c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
+                       : FAIL_DEFER;
+        break;
+    case FX_TIME:
+        rc = size == 4 || size == 8
+                 ? put_time_seconds(c->out, sign_extend(read_uint(q, size, c->little), size))
+                 : FAIL_DEFER;
+        break;
+    case FX_FLOAT:
+        rc = size == 8   ? put_float64(c->out, read_uint(q, 8, c->little))
+             : size == 4 ? put_float32(c->out, (uint32_t)read_uint(q, 4, c->little), op->table)
+                         : FAIL_DEFER;
+        break;
+    case FX_IP:
+        rc = size == 4 || size == 16 ? put_ip(c->out, q, size) : FAIL_DEFER;
+        break;
     default:
-        rc = call_formatter(c, op->obj, c->p, size);
+        rc = FAIL_DEFER;
     }
+    if (rc == FAIL_DEFER) /* the Python formatter's rules */
+        rc = call_formatter(c, op->obj, c->p, size);
     c->p += size;
     return rc;
 }
@@ -368,9 +687,9 @@ try_ascii(Ctx *c, int unit, int little, Py_ssize_t start, Py_ssize_t n, int *don
         if (!plain_char(read_uint(q + i * unit, unit, little)))
             return OK;
     }
-    if (out_reserve(&c->out, chars + 2) < 0)
+    if (out_reserve(c->out, chars + 2) < 0)
         return FAIL_PY;
-    char *w = c->out.data + c->out.len;
+    char *w = c->out->data + c->out->len;
     *w++ = '"';
     if (unit == 1) {
         memcpy(w, q, chars);
@@ -381,7 +700,7 @@ try_ascii(Ctx *c, int unit, int little, Py_ssize_t start, Py_ssize_t n, int *don
             w[i] = (char)q[i * unit + low];
     }
     w[chars] = '"';
-    c->out.len += chars + 2;
+    c->out->len += chars + 2;
     *done = 1;
     return OK;
 }
@@ -394,7 +713,7 @@ run_string(Ctx *c, const Op *op)
     if (rc != OK)
         return rc;
     if (op->fast & STR_HEX) {
-        rc = put_hex_bytes(&c->out, c->data + start, n);
+        rc = put_hex_bytes(c->out, c->data + start, n);
         c->p = next;
         return rc;
     }
@@ -418,6 +737,10 @@ run_string(Ctx *c, const Op *op)
             chars -= skip;
         }
         rc = try_ascii(c, unit, little, text, chars, &done);
+        if (rc == OK && !done && op->fast & STR_UTF && unit > 1) {
+            rc = put_units(c->out, c->data + text, chars, unit, little);
+            done = 1;
+        }
         if (rc != OK || done) {
             c->p = next;
             return rc;
@@ -456,7 +779,7 @@ run_call(Ctx *c, const Op *op)
         PyErr_SetString(PyExc_TypeError, "a field getter must return bytes");
         rc = FAIL_PY;
     }
-    else if (out_put_bytes(&c->out, r) < 0) {
+    else if (out_put_bytes(c->out, r) < 0) {
         rc = FAIL_PY;
     }
     Py_DECREF(r);
@@ -483,17 +806,17 @@ run_array(Ctx *c, const Op *op)
     if (c->steps > c->budget)
         return FAIL_DEFER; /* the Python renderer raises the limit error */
     if (count == 0)
-        return out_put_bytes(&c->out, op->empty) < 0 ? FAIL_PY : OK;
-    if (out_put_bytes(&c->out, op->open) < 0)
+        return out_put_bytes(c->out, op->empty) < 0 ? FAIL_PY : OK;
+    if (out_put_bytes(c->out, op->open) < 0)
         return FAIL_PY;
     for (long i = 0; i < count; i++) {
-        if (i && out_put_bytes(&c->out, op->sep) < 0)
+        if (i && out_put_bytes(c->out, op->sep) < 0)
             return FAIL_PY;
         int rc = run_ops(c, op + 1, op->body);
         if (rc != OK)
             return rc;
     }
-    return out_put_bytes(&c->out, op->close) < 0 ? FAIL_PY : OK;
+    return out_put_bytes(c->out, op->close) < 0 ? FAIL_PY : OK;
 }
 
 static int
@@ -504,7 +827,7 @@ run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
         int rc;
         switch (op->op) {
         case OP_LIT:
-            rc = out_put_bytes(&c->out, op->obj) < 0 ? FAIL_PY : OK;
+            rc = out_put_bytes(c->out, op->obj) < 0 ? FAIL_PY : OK;
             break;
         case OP_FIXED:
             rc = run_fixed(c, op);
@@ -532,6 +855,24 @@ run_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
     return OK;
 }
 
+/* The members of the payload of ``data`` (bytes) from ``p``, appended to ``out``: OK,
+ * FAIL_DEFER (the caller hands the event to the fallback; ``out`` may hold part of it)
+ * or FAIL_PY. */
+static int
+plan_run(PlanObject *self, PyObject *data, Py_ssize_t p, Out *out)
+{
+    Ctx c;
+    c.object = data;
+    c.data = (const unsigned char *)PyBytes_AS_STRING(data);
+    c.len = PyBytes_GET_SIZE(data);
+    c.base = c.p = p;
+    c.steps = 0;
+    c.little = self->little;
+    c.budget = self->budget;
+    c.out = out;
+    return p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
+}
+
 static PyObject *
 Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -544,22 +885,15 @@ Plan_render(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t p = PyLong_AsSsize_t(args[1]);
     if (p == -1 && PyErr_Occurred())
         return NULL;
-    Ctx c;
-    c.object = args[0];
-    c.data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    c.len = PyBytes_GET_SIZE(args[0]);
-    c.base = c.p = p;
-    c.steps = 0;
-    c.little = self->little;
-    c.budget = self->budget;
-    out_init(&c.out);
-    int rc = p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
+    Out out;
+    out_init(&out);
+    int rc = plan_run(self, args[0], p, &out);
     PyObject *result = NULL;
     if (rc == OK)
-        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+        result = PyBytes_FromStringAndSize(out.data, out.len);
     else if (rc == FAIL_DEFER)
         result = PyObject_Vectorcall(self->fallback, args, 3, NULL);
-    out_free(&c.out);
+    out_free(&out);
     return result;
 }
 
@@ -673,22 +1007,15 @@ Plan_render_record(PlanObject *self, PyObject *raw)
 {
     if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) < self->min_len)
         return PyObject_CallOneArg(self->fallback, raw);
-    Ctx c;
-    c.object = raw;
-    c.data = (const unsigned char *)PyBytes_AS_STRING(raw);
-    c.len = PyBytes_GET_SIZE(raw);
-    c.base = c.p = 0;
-    c.steps = 0;
-    c.little = self->little;
-    c.budget = self->budget;
-    out_init(&c.out);
-    int rc = run_ops(&c, self->ops, self->nops);
+    Out out;
+    out_init(&out);
+    int rc = plan_run(self, raw, 0, &out);
     PyObject *result = NULL;
     if (rc == OK)
-        result = PyBytes_FromStringAndSize(c.out.data, c.out.len);
+        result = PyBytes_FromStringAndSize(out.data, out.len);
     else if (rc == FAIL_DEFER)
         result = PyObject_CallOneArg(self->fallback, raw);
-    out_free(&c.out);
+    out_free(&out);
     return result;
 }
 
@@ -703,7 +1030,7 @@ need_bytes(PyObject *o, const char *what)
 }
 
 /* One op from its tuple: (LIT, bytes) | (FIXED, size, kind, formatter)
- * | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty)
+ * [, table] | (STR, unit, zero, fast, formatter) | (ARRAY, count, per, body, open, sep, close, empty)
  * | (SEEK, offset) | (CSTR, size, formatter) | (CALL, getter) */
 static int
 op_from_tuple(Op *op, PyObject *t)
@@ -722,14 +1049,17 @@ op_from_tuple(Op *op, PyObject *t)
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 1));
         return need_bytes(op->obj, "a literal");
     case OP_FIXED:
-        if (n != 4)
+        if (n != 4 && n != 5)
             break;
         op->size = INT_AT(1);
         op->kind = INT_AT(2);
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
-        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_UUID ||
+        if (n == 5)
+            op->table = Py_NewRef(PyTuple_GET_ITEM(t, 4));
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_IP ||
             (op->size > 8 && op->kind != FX_PY && op->kind != FX_HEXBYTES &&
-             op->kind != FX_UUID) ||
+             op->kind != FX_UUID && op->kind != FX_IP) ||
+            (op->kind >= FX_ERRNO && !PyCallable_Check(op->obj)) ||
             (op->kind == FX_PORT && op->size != 2))
             break;
         return PyErr_Occurred() ? -1 : 0;
@@ -792,6 +1122,7 @@ clear_op(Op *op)
     Py_CLEAR(op->sep);
     Py_CLEAR(op->close);
     Py_CLEAR(op->empty);
+    Py_CLEAR(op->table);
 }
 
 static void
@@ -811,8 +1142,10 @@ static int
 Plan_traverse(PlanObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
-    for (Py_ssize_t i = 0; i < self->nops; i++)
+    for (Py_ssize_t i = 0; i < self->nops; i++) {
         Py_VISIT(self->ops[i].obj);
+        Py_VISIT(self->ops[i].table);
+    }
     return 0;
 }
 
@@ -1115,10 +1448,11 @@ static PyTypeObject ScannerType = {
 /* Handler specs (built by SampleFormatter._native_spec; anything else is a callable):
  *   PlainSpec(0, head, render, extra, handler)     a plain tracepoint:
  *        head + render(raw) + meta
- *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler)
+ *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler,
+ *                   activity_keys)
  *        an EventHeader tracepoint: EventHeaderDecoder.fast_cache (tracepoint -> first 12
  *        event bytes -> FastEntry(expect, activity_size, skip, render, info)) is consulted
- *        as EventHeaderDecoder.decode_parts does; a hit without activity ids is formatted
+ *        as EventHeaderDecoder.decode_parts does; a hit (activity ids too) is formatted
  *        here, anything else by handler.
  * (NamedTuples of ehtool/render/events.py and eventheader.py: read here by index;
  * tests/speedups/test_constants.py checks their field order.)
@@ -1132,6 +1466,16 @@ enum { TIME_PERF = 0, TIME_NS = 1, TIME_REL = 2, TIME_DELTA = 3 };
 
 static PyObject *str_name_json, *str_meta, *str_offset_ns; /* interned attribute names */
 
+/* A recent fast-cache hit: the spec, the event's first 12 bytes, the FastEntry. */
+#define HIT_SLOTS 1024
+typedef struct {
+    PyObject *spec;
+    PyObject *hit;        /* the FastEntry */
+    PyObject *name, *meta; /* its info's name_json and meta */
+    Py_ssize_t skip;      /* its skip */
+    unsigned char key[12];
+} HitSlot;
+
 typedef struct {
     PyObject_HEAD
     PyObject *handlers; /* dict: EventDesc -> spec tuple or callable */
@@ -1144,6 +1488,7 @@ typedef struct {
     int utc;               /* in this format_many call: ISO times (TIME_PERF + clock data) */
     int have_base;         /* base holds the first (REL) or previous (DELTA) time */
     unsigned long long base;
+    HitSlot hits[HIT_SLOTS]; /* recent EventHeader cache hits (cached_hit) */
 } FormatterObject;
 
 /* ``[-]sec.nnnnnnnnn`` (a JSON number) of a signed nanosecond count */
@@ -1213,7 +1558,7 @@ time_prefix(FormatterObject *self, long long sec)
  * ISO form with ``offset_ns`` (TIME_PERF with clock data). */
 static int
 put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
-         PyObject *extra)
+         const char *extra, Py_ssize_t extra_len)
 {
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
     if (t == (unsigned long long)-1 && PyErr_Occurred())
@@ -1250,7 +1595,7 @@ ids:;
         if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
             return -1;
     }
-    if (out_put_bytes(o, extra) < 0 || out_put_bytes(o, self->end_meta) < 0)
+    if (out_put(o, extra, extra_len) < 0 || out_put_bytes(o, self->end_meta) < 0)
         return -1;
     return 0;
 }
@@ -1261,43 +1606,93 @@ call1(PyObject *fn, PyObject *arg)
     return PyObject_CallOneArg(fn, arg);
 }
 
-/* head + body + meta as one bytes object */
-static PyObject *
-assemble(FormatterObject *self, PyObject *sample, long long offset_ns, PyObject *const *pieces,
-         int n, PyObject *extra)
+/* ``bytes`` appended to o (a Python handler's or renderer's result) */
+static int
+put_result(Out *o, PyObject *r, const char *what)
 {
-    Out o;
-    out_init(&o);
-    PyObject *result = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!PyBytes_Check(pieces[i])) {
-            PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
-            goto done;
+    if (r == NULL)
+        return -1;
+    int rc = -1;
+    if (!PyBytes_Check(r))
+        PyErr_Format(PyExc_TypeError, "%s must be bytes", what);
+    else
+        rc = out_put_bytes(o, r);
+    Py_DECREF(r);
+    return rc;
+}
+
+/* The plan of a bound Plan method object (``which``: its C function), else NULL: the
+ * renderer then runs straight into the caller's buffer. */
+static PlanObject *
+plan_of(PyObject *fn, PyCFunction which)
+{
+    if (!PyCFunction_Check(fn) || PyCFunction_GET_FUNCTION(fn) != which)
+        return NULL;
+    PyObject *owner = PyCFunction_GET_SELF(fn);
+    return owner != NULL && Py_TYPE(owner) == &PlanType ? (PlanObject *)owner : NULL;
+}
+
+/* head + render(raw) + meta appended to o */
+static int
+put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long long offset_ns)
+{
+    PyObject *head = PyTuple_GET_ITEM(spec, 1), *render = PyTuple_GET_ITEM(spec, 2);
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4), *extra = PyTuple_GET_ITEM(spec, 3);
+    if (out_put_bytes(o, head) < 0)
+        return -1;
+    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render_record);
+    if (plan != NULL && PyBytes_Check(raw) && PyBytes_GET_SIZE(raw) >= plan->min_len) {
+        Py_ssize_t mark = o->len;
+        int rc = plan_run(plan, raw, 0, o);
+        if (rc == FAIL_PY)
+            return -1;
+        if (rc == FAIL_DEFER) { /* as Plan.render_record: the Python renderer */
+            o->len = mark;
+            if (put_result(o, PyObject_CallOneArg(plan->fallback, raw), "a renderer") < 0)
+                return -1;
         }
-        if (out_put_bytes(&o, pieces[i]) < 0)
-            goto done;
+    }
+    else if (put_result(o, call1(render, raw), "event pieces") < 0) {
+        return -1;
     }
     if (!PyBytes_Check(extra)) {
         PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
-        goto done;
+        return -1;
     }
-    if (put_meta(self, &o, sample, self->utc, offset_ns, extra) == 0)
-        result = PyBytes_FromStringAndSize(o.data, o.len);
-done:
-    out_free(&o);
-    return result;
+    return put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(extra),
+                    PyBytes_GET_SIZE(extra));
 }
 
-static PyObject *
-format_plain(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+/* The fields of an EventHeader cache hit appended to o: 1 when done, 0 when the event is
+ * the handler's (o as it was), -1 on an error. */
+static int
+put_hit_fields(Out *o, PyObject *hit, PyObject *raw, Py_ssize_t off, Py_ssize_t skip)
 {
-    PyObject *body = call1(PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(sample, 4));
-    if (body == NULL)
-        return NULL;
-    PyObject *pieces[2] = {PyTuple_GET_ITEM(spec, 1), body};
-    PyObject *r = assemble(self, sample, offset_ns, pieces, 2, PyTuple_GET_ITEM(spec, 3));
-    Py_DECREF(body);
-    return r;
+    PyObject *render = PyTuple_GET_ITEM(hit, 3);
+    Py_ssize_t mark = o->len;
+    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render);
+    if (plan != NULL) {
+        int rc = plan_run(plan, raw, off + skip, o);
+        if (rc == OK)
+            return 1;
+        o->len = mark;
+        if (rc == FAIL_PY)
+            goto failed;
+        render = plan->fallback; /* as Plan.render: the generated Python renderer */
+    }
+    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyLong_FromSsize_t(off)};
+    PyObject *fields = NULL;
+    if (args[1] != NULL && args[2] != NULL)
+        fields = PyObject_Vectorcall(render, args, 3, NULL);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    if (fields != NULL)
+        return put_result(o, fields, "event pieces") < 0 ? -1 : 1;
+failed:
+    if (!PyErr_ExceptionMatches(PyExc_ValueError))
+        return -1;
+    PyErr_Clear(); /* a malformed event: the handler falls back and warns */
+    return 0;
 }
 
 /* The decoder's cache entry for this event when it is a hit without activity ids, else
@@ -1341,58 +1736,223 @@ fast_hit(PyObject *fast_cache, PyObject *tracepoint, PyObject *raw, Py_ssize_t o
     return Py_NewRef(hit);
 }
 
+/* What formatting a fast-cache hit needs, read once per entry (EventInfo and FastEntry
+ * are not changed after they are made). */
+static int
+slot_fill(HitSlot *slot, PyObject *hit)
+{
+    slot->hit = hit; /* the reference is the slot's */
+    slot->skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
+    if (slot->skip == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *info = PyTuple_GET_ITEM(hit, 4);
+    slot->name = PyObject_GetAttr(info, str_name_json);
+    if (slot->name == NULL)
+        return -1;
+    slot->meta = PyObject_GetAttr(info, str_meta);
+    if (slot->meta == NULL)
+        return -1;
+    if (!PyBytes_Check(slot->name) || !PyBytes_Check(slot->meta)) {
+        PyErr_SetString(PyExc_TypeError, "event pieces must be bytes");
+        return -1;
+    }
+    return 0;
+}
+
+static void
+slot_clear(HitSlot *slot)
+{
+    Py_CLEAR(slot->spec);
+    Py_CLEAR(slot->hit);
+    Py_CLEAR(slot->name);
+    Py_CLEAR(slot->meta);
+}
+
+/* The decoder's cache entry for a hit without activity ids (fast_hit on the spec's
+ * cache and tracepoint), else NULL. */
 static PyObject *
 eventheader_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
 {
     return fast_hit(PyTuple_GET_ITEM(spec, 4), PyTuple_GET_ITEM(spec, 1), raw, off);
 }
 
+/* eventheader_hit through a small table of recent hits: an entry (without activity ids)
+ * serves any event of the same spec with the same first 12 bytes followed by its metadata
+ * (its ``expect``), whatever the decoder's cache now holds for those bytes: the entry
+ * renders exactly what decoding such an event gives. Returns the table's slot or ``tmp``
+ * (filled: the caller clears it), or NULL (an error set, or no hit). */
+static HitSlot *
+cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off, HitSlot *tmp)
+{
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    HitSlot *slot = NULL;
+    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(raw) + off;
+    if (off >= 0 && off + 12 <= len) {
+        /* hashed with the start of the metadata too: several metadata may follow the
+         * same 12 bytes */
+        Py_ssize_t hashed = len - off < 12 + 32 ? len - off : 12 + 32;
+        uint64_t h = (uint64_t)(uintptr_t)spec >> 4;
+        for (Py_ssize_t i = 0; i < hashed; i++)
+            h = h * 31 + key[i];
+        slot = &self->hits[(h ^ (h >> 29)) & (HIT_SLOTS - 1)];
+        if (slot->spec == spec && memcmp(slot->key, key, 12) == 0) {
+            PyObject *expect = PyTuple_GET_ITEM(slot->hit, 0);
+            Py_ssize_t n = PyBytes_GET_SIZE(expect);
+            if (off + 12 + n <= len && memcmp(key + 12, PyBytes_AS_STRING(expect), n) == 0)
+                return slot;
+        }
+    }
+    PyObject *hit = eventheader_hit(spec, raw, off);
+    if (hit == NULL)
+        return NULL;
+    memset(tmp, 0, sizeof *tmp);
+    if (slot_fill(tmp, hit) < 0) {
+        slot_clear(tmp);
+        return NULL;
+    }
+    PyObject *expect = PyTuple_GET_ITEM(hit, 0), *activity = PyTuple_GET_ITEM(hit, 1);
+    if (slot != NULL && PyBytes_Check(expect) && PyLong_CheckExact(activity) &&
+        PyLong_AsLong(activity) == 0) {
+        slot_clear(slot);
+        *slot = *tmp; /* the references move to the table */
+        slot->spec = Py_NewRef(spec);
+        memcpy(slot->key, key, 12);
+        memset(tmp, 0, sizeof *tmp);
+        return slot;
+    }
+    return tmp;
+}
+
+/* The decoder's entry for an event with activity ids (EventHeaderDecoder.decode_parts):
+ * the first 12 bytes key a FastEntry with activity ids, or a list of them, tried in
+ * order; the entry's metadata must follow the ids. A new reference, or NULL. */
 static PyObject *
-format_eventheader(FormatterObject *self, PyObject *spec, PyObject *sample, long long offset_ns)
+activity_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
+{
+    PyObject *per_name = PyDict_GetItemWithError(PyTuple_GET_ITEM(spec, 4),
+                                                 PyTuple_GET_ITEM(spec, 1));
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
+        return NULL;
+    const char *data = PyBytes_AS_STRING(raw);
+    PyObject *key = PyBytes_FromStringAndSize(data + off, 12);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(per_name, key);
+    Py_DECREF(key);
+    if (hit == NULL)
+        return NULL;
+    int listed = PyList_Check(hit);
+    Py_ssize_t n = listed ? PyList_GET_SIZE(hit) : 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *entry = listed ? PyList_GET_ITEM(hit, i) : hit;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5)
+            return NULL;
+        PyObject *expect = PyTuple_GET_ITEM(entry, 0), *activity = PyTuple_GET_ITEM(entry, 1);
+        if (!PyBytes_Check(expect) || !PyLong_CheckExact(activity))
+            return NULL;
+        long size = PyLong_AsLong(activity);
+        if (size != 16 && size != 32) { /* (no activity ids: eventheader_hit's) */
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_ssize_t m = PyBytes_GET_SIZE(expect), at = off + 12 + size;
+        if (at + m <= len && memcmp(data + at, PyBytes_AS_STRING(expect), m) == 0)
+            return Py_NewRef(entry);
+    }
+    return NULL;
+}
+
+/* An event with activity ids from its entry: as put_eventheader, the meta followed by
+ * the activity id and the related one (EventHeaderDecoder._with_activity). */
+static int
+put_activity_event(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
+                   PyObject *hit, Py_ssize_t off, long long offset_ns)
+{
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4);
+    PyObject *keys = PyTuple_GET_ITEM(spec, 6);
+    if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != 2 ||
+        !PyBytes_Check(PyTuple_GET_ITEM(keys, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(keys, 1))) {
+        PyErr_SetString(PyExc_TypeError, "activity_keys must be two bytes");
+        return -1;
+    }
+    HitSlot tmp = {0};
+    if (slot_fill(&tmp, Py_NewRef(hit)) < 0) {
+        slot_clear(&tmp);
+        return -1;
+    }
+    long size = PyLong_AsLong(PyTuple_GET_ITEM(hit, 1));
+    Py_ssize_t mark = o->len;
+    int rc = -1;
+    Out extra;
+    out_init(&extra);
+    const unsigned char *ids = (const unsigned char *)PyBytes_AS_STRING(raw) + off + 12;
+    if (out_put_bytes(&extra, tmp.meta) < 0 ||
+        out_put_bytes(&extra, PyTuple_GET_ITEM(keys, 0)) < 0 || put_uuid(&extra, ids) != OK)
+        goto done;
+    if (size == 32 && (out_put_bytes(&extra, PyTuple_GET_ITEM(keys, 1)) < 0 ||
+                       put_uuid(&extra, ids + 16) != OK))
+        goto done;
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, tmp.name) < 0)
+        goto done;
+    rc = put_hit_fields(o, hit, raw, off, tmp.skip);
+    if (rc == 1)
+        rc = put_meta(self, o, sample, self->utc, offset_ns, extra.data, extra.len);
+    else if (rc == 0) {
+        o->len = mark;
+        rc = put_result(o, call1(PyTuple_GET_ITEM(spec, 5), sample), "a handler's event");
+    }
+done:
+    out_free(&extra);
+    slot_clear(&tmp);
+    return rc;
+}
+
+/* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
+ * activity ids, else the handler's text. */
+static int
+put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
+                long long offset_ns)
 {
     PyObject *raw = PyTuple_GET_ITEM(sample, 4);
     PyObject *handler = PyTuple_GET_ITEM(spec, 5);
     Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
     if (off == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *hit = PyBytes_CheckExact(raw) ? eventheader_hit(spec, raw, off) : NULL;
-    if (hit == NULL) {
+        return -1;
+    HitSlot tmp = {0};
+    HitSlot *slot = PyBytes_CheckExact(raw) ? cached_hit(self, spec, raw, off, &tmp) : NULL;
+    if (slot == NULL) {
         if (PyErr_Occurred())
-            return NULL;
-        return call1(handler, sample);
+            return -1;
+        PyObject *hit = PyBytes_CheckExact(raw) ? activity_hit(spec, raw, off) : NULL;
+        if (hit != NULL) {
+            int rc = put_activity_event(self, o, spec, sample, hit, off, offset_ns);
+            Py_DECREF(hit);
+            return rc;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        return put_result(o, call1(handler, sample), "a handler's event");
     }
-    Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
-    if (skip == -1 && PyErr_Occurred()) {
-        Py_DECREF(hit);
-        return NULL;
+    /* the slot may be replaced while Python code runs: hold what is used */
+    PyObject *hit = Py_NewRef(slot->hit), *meta = Py_NewRef(slot->meta);
+    Py_ssize_t skip = slot->skip, mark = o->len;
+    int rc = -1;
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, slot->name) < 0)
+        goto done;
+    rc = put_hit_fields(o, hit, raw, off, skip);
+    if (rc == 1)
+        rc = put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(meta),
+                      PyBytes_GET_SIZE(meta));
+    else if (rc == 0) {
+        o->len = mark;
+        rc = put_result(o, call1(handler, sample), "a handler's event");
     }
-    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyLong_FromSsize_t(off)};
-    PyObject *info = Py_NewRef(PyTuple_GET_ITEM(hit, 4));
-    PyObject *fields = NULL;
-    if (args[1] != NULL && args[2] != NULL)
-        fields = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 3), args, 3, NULL);
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
+done:
     Py_DECREF(hit);
-    if (fields == NULL) {
-        Py_DECREF(info);
-        if (!PyErr_ExceptionMatches(PyExc_ValueError))
-            return NULL;
-        PyErr_Clear(); /* a malformed event: the handler falls back and warns */
-        return call1(handler, sample);
-    }
-    PyObject *name = PyObject_GetAttr(info, str_name_json);
-    PyObject *meta = PyObject_GetAttr(info, str_meta);
-    Py_DECREF(info);
-    PyObject *r = NULL;
-    if (name != NULL && meta != NULL) {
-        PyObject *pieces[3] = {PyTuple_GET_ITEM(spec, 3), name, fields};
-        r = assemble(self, sample, offset_ns, pieces, 3, meta);
-    }
-    Py_XDECREF(name);
-    Py_XDECREF(meta);
-    Py_DECREF(fields);
-    return r;
+    Py_DECREF(meta);
+    slot_clear(&tmp);
+    return rc;
 }
 
 static int
@@ -1408,73 +1968,133 @@ valid_spec(PyObject *h)
         return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     if (kind == 1)
-        return n == 6 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+        return n == 7 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3));
+    return 0;
+}
+
+/* One sample's JSON object appended to o. */
+static int
+put_sample(FormatterObject *self, Out *o, PyObject *sample, long long offset_ns)
+{
+    if (!PyTuple_Check(sample) || PyTuple_GET_SIZE(sample) < 7) {
+        PyErr_SetString(PyExc_TypeError, "samples must be Sample tuples");
+        return -1;
+    }
+    PyObject *desc = PyTuple_GET_ITEM(sample, 5);
+    PyObject *h = PyDict_GetItemWithError(self->handlers, desc);
+    if (h == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *made = call1(self->make, desc);
+        if (made == NULL)
+            return -1;
+        if (!valid_spec(made)) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "make(desc) returned no handler");
+            return -1;
+        }
+        int rc = PyDict_SetItem(self->handlers, desc, made);
+        Py_DECREF(made);
+        if (rc < 0)
+            return -1;
+        h = made; /* the dict holds it */
+    }
+    Py_INCREF(h); /* the handlers may run Python code */
+    int rc;
+    if (!PyTuple_Check(h))
+        rc = put_result(o, call1(h, sample), "a handler's event");
+    else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
+        rc = put_plain(self, o, h, sample, offset_ns);
+    else
+        rc = put_eventheader(self, o, h, sample, offset_ns);
+    Py_DECREF(h);
+    return rc;
+}
+
+/* The clock offset of this call (0 when unknown) and whether times are ISO. */
+static int
+begin_call(FormatterObject *self, PyObject *samples, long long *offset_ns)
+{
+    if (!PyList_Check(samples)) {
+        PyErr_SetString(PyExc_TypeError, "format_many takes a list of samples");
+        return -1;
+    }
+    PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
+    if (offset == NULL)
+        return -1;
+    int known = offset != Py_None;
+    *offset_ns = known ? PyLong_AsLongLong(offset) : 0;
+    Py_DECREF(offset);
+    if (known && *offset_ns == -1 && PyErr_Occurred())
+        return -1;
+    self->utc = known && self->time_mode == TIME_PERF;
     return 0;
 }
 
 static PyObject *
 Formatter_format_many(FormatterObject *self, PyObject *samples)
 {
-    if (!PyList_Check(samples)) {
-        PyErr_SetString(PyExc_TypeError, "format_many takes a list of samples");
+    long long offset_ns;
+    if (begin_call(self, samples, &offset_ns) < 0)
         return NULL;
-    }
-    PyObject *offset = PyObject_GetAttr(self->clock, str_offset_ns);
-    if (offset == NULL)
-        return NULL;
-    int known = offset != Py_None;
-    long long offset_ns = known ? PyLong_AsLongLong(offset) : 0;
-    Py_DECREF(offset);
-    if (known && offset_ns == -1 && PyErr_Occurred())
-        return NULL;
-    self->utc = known && self->time_mode == TIME_PERF;
     Py_ssize_t n = PyList_GET_SIZE(samples);
     PyObject *out = PyList_New(n);
     if (out == NULL)
         return NULL;
+    Out o;
+    out_init(&o);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *sample = PyList_GET_ITEM(samples, i);
-        if (!PyTuple_Check(sample) || PyTuple_GET_SIZE(sample) < 7) {
-            PyErr_SetString(PyExc_TypeError, "samples must be Sample tuples");
+        if (i >= PyList_GET_SIZE(samples)) {
+            PyErr_SetString(PyExc_RuntimeError, "the sample list changed size");
             goto fail;
         }
-        PyObject *desc = PyTuple_GET_ITEM(sample, 5);
-        PyObject *h = PyDict_GetItemWithError(self->handlers, desc);
-        if (h == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            PyObject *made = call1(self->make, desc);
-            if (made == NULL)
-                goto fail;
-            if (!valid_spec(made)) {
-                Py_DECREF(made);
-                PyErr_SetString(PyExc_TypeError, "make(desc) returned no handler");
-                goto fail;
-            }
-            int rc = PyDict_SetItem(self->handlers, desc, made);
-            Py_DECREF(made);
-            if (rc < 0)
-                goto fail;
-            h = made; /* the dict holds it */
-        }
-        Py_INCREF(h); /* the handlers may run Python code */
-        PyObject *r;
-        if (!PyTuple_Check(h))
-            r = call1(h, sample);
-        else if (PyLong_AsLong(PyTuple_GET_ITEM(h, 0)) == 0)
-            r = format_plain(self, h, sample, offset_ns);
-        else
-            r = format_eventheader(self, h, sample, offset_ns);
-        Py_DECREF(h);
+        o.len = 0;
+        PyObject *r = NULL, *sample = Py_NewRef(PyList_GET_ITEM(samples, i));
+        if (put_sample(self, &o, sample, offset_ns) == 0)
+            r = PyBytes_FromStringAndSize(o.data, o.len);
+        Py_DECREF(sample);
         if (r == NULL)
             goto fail;
         PyList_SET_ITEM(out, i, r);
     }
+    out_free(&o);
     return out;
 fail:
+    out_free(&o);
     Py_DECREF(out);
     return NULL;
+}
+
+/* format_joined(samples, sep) -> bytes: the events' JSON objects with ``sep`` between
+ * them, written into one buffer (sep.join(format_many(samples)) without the objects). */
+static PyObject *
+Formatter_format_joined(FormatterObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "format_joined(samples, sep: bytes)");
+        return NULL;
+    }
+    PyObject *samples = args[0], *sep = args[1];
+    long long offset_ns;
+    if (begin_call(self, samples, &offset_ns) < 0)
+        return NULL;
+    Out o;
+    out_init(&o);
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(samples); i++) {
+        if (i && out_put_bytes(&o, sep) < 0)
+            goto done;
+        PyObject *sample = Py_NewRef(PyList_GET_ITEM(samples, i));
+        int rc = put_sample(self, &o, sample, offset_ns);
+        Py_DECREF(sample);
+        if (rc < 0)
+            goto done;
+    }
+    result = PyBytes_FromStringAndSize(o.data, o.len);
+done:
+    out_free(&o);
+    return result;
 }
 
 static PyObject *
@@ -1522,6 +2142,8 @@ Formatter_clear(FormatterObject *self)
     Py_CLEAR(self->mid_tid);
     Py_CLEAR(self->end_meta);
     Py_CLEAR(self->last_prefix);
+    for (int i = 0; i < HIT_SLOTS; i++)
+        slot_clear(&self->hits[i]);
     return 0;
 }
 
@@ -1539,6 +2161,12 @@ Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
     Py_VISIT(self->handlers);
     Py_VISIT(self->make);
     Py_VISIT(self->clock);
+    for (int i = 0; i < HIT_SLOTS; i++) {
+        Py_VISIT(self->hits[i].spec);
+        Py_VISIT(self->hits[i].hit);
+        Py_VISIT(self->hits[i].name);
+        Py_VISIT(self->hits[i].meta);
+    }
     return 0;
 }
 
@@ -1575,6 +2203,8 @@ static PyMethodDef Formatter_methods[] = {
      "time_json(time) -> the meta time value (bytes) in a non-ISO time_mode"},
     {"format_many", (PyCFunction)Formatter_format_many, METH_O,
      "format_many(samples) -> list of JSON event objects (bytes)"},
+    {"format_joined", (PyCFunction)(void (*)(void))Formatter_format_joined, METH_FASTCALL,
+     "format_joined(samples, sep) -> bytes: sep.join(format_many(samples))"},
     {NULL},
 };
 
@@ -1708,9 +2338,10 @@ PyInit__speedups(void)
     EXPORT(OP_LIT) EXPORT(OP_FIXED) EXPORT(OP_STR) EXPORT(OP_ARRAY) EXPORT(OP_SEEK)
     EXPORT(OP_CSTR) EXPORT(OP_CALL)
     EXPORT(FX_UNSIGNED) EXPORT(FX_SIGNED) EXPORT(FX_HEX) EXPORT(FX_PORT) EXPORT(FX_PY)
-    EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID)
+    EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID) EXPORT(FX_ERRNO)
+    EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
-    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX)
+    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
 #undef EXPORT
     return m;
 }

@@ -20,18 +20,33 @@ class Spliced(NamedTuple):
     count: int
 
 
+class Joined(NamedTuple):
+    """``count`` formatted events already joined by the writer's separator."""
+
+    data: bytes
+    count: int
+
+
 #: what the pipeline writes: formatted events, or another process's framed ones
-Batch = list[bytes] | Spliced
+Batch = list[bytes] | Spliced | Joined
 
 
-def format_batches(f: PerfDataFile, fmt: SampleFormatter,
-                   options: DecodeOptions) -> Iterator[list[bytes]]:
-    """The formatted (and filtered) events of an open perf.data file, a list at a time."""
+def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
+                   sep: bytes | None = None) -> Iterator[list[bytes] | Joined]:
+    """The formatted (and filtered) events of an open perf.data file, a list at a time;
+    with ``sep`` (the writer's :attr:`~ehtool.render.document.EventsWriter.separator`),
+    unfiltered batches come joined (:class:`Joined`: no bytes object per event)."""
     selection = options.selection
     prefilter = (selection.prefilter if selection is not None and selection.needs_prefilter()
                  else None)
     select = selection.select if selection is not None and selection.needs_event() else None
     if prefilter is None and select is None and not options.nonsample:
+        if sep is not None:
+            format_joined = fmt.format_joined
+            for batch in f.batches(options.order, nonsample=False):
+                if batch:
+                    yield Joined(format_joined(batch, sep), len(batch))
+            return
         format_many = fmt.format_many
         for batch in f.batches(options.order, nonsample=False):
             yield format_many(batch)

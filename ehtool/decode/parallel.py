@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, BinaryIO
 
-from ehtool.decode.formatting import Batch, Spliced, format_batches
+from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import EhtoolError, InputError, SignalExit
 
@@ -104,7 +104,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
         status = None
         try:
             f.stop_at_split(targets[0])
-            yield from format_batches(f, fmt, options)
+            yield from format_batches(f, fmt, options, writer.separator)
         except BaseException:  # a fatal input error, a signal: the other parts are not wanted
             _kill_group(pid)
             raise
@@ -142,9 +142,13 @@ def _write_part(batches: Iterator[Batch], writer: EventsWriter, out: BinaryIO,
     with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
         sub = writer.continuation(sink)
         try:
-            for batch in batches:
-                sub.events(batch)  # (a worker's batches are never Spliced: jobs=1)
-                report.count += len(batch)
+            for batch in batches:  # (a worker's batches are never Spliced: jobs=1)
+                if type(batch) is Joined:
+                    sub.joined(batch.data, batch.count)
+                    report.count += batch.count
+                else:
+                    sub.events(batch)
+                    report.count += len(batch)
         except EhtoolError as exc:
             report.fatal = str(exc)
 
@@ -192,7 +196,8 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
                 if child == 0:
                     _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
                 f.stop_at_split(targets[index])
-            _write_part(format_batches(f, fmt, options), writer, outs[index - 1], report)
+            _write_part(format_batches(f, fmt, options, writer.separator), writer,
+                        outs[index - 1], report)
             if options.selection is not None:
                 report.selection = options.selection.report()
     except BaseException as exc:  # reported by the caller, which owns stderr's story

@@ -17,7 +17,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from ehtool.decode.formatting import Batch, Spliced, format_batches
+from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
 from ehtool.errors import EhtoolError, InputError, combined
@@ -65,10 +65,13 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
             writer.begin_file("stdin" if path == "-" else path)
             try:
                 for batch in _batches(path, options, progress, writer):
-                    if type(batch) is Spliced:  # a worker's part, framed
+                    if type(batch) is Joined:
+                        writer.joined(batch.data, batch.count)
+                    elif type(batch) is Spliced:  # a worker's part, framed
                         writer.splice(batch.file, batch.count)
                         continue
-                    writer.events(batch)
+                    else:
+                        writer.events(batch)
                     progress.batch_done()
             except EhtoolError as exc:
                 errors.append(exc)
@@ -202,7 +205,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
         if parts > 1:
             yield from split_batches(f, fmt, options, writer, problems, parts)
         else:
-            yield from format_batches(f, fmt, options)
+            yield from format_batches(f, fmt, options, writer.separator)
         if options.time == "iso" and not f.session.clock.utc_known and options.warn:
             options.warn(f"{path}: no clock data (record with perf record -k CLOCK_REALTIME "
                          "or -k monotonic): times are seconds of the session clock")

@@ -45,16 +45,20 @@ from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.speedups import (
     FX_BOOL,
     FX_CHAR,
+    FX_ERRNO,
+    FX_FLOAT,
     FX_HEX,
     FX_HEXBYTES,
+    FX_IP,
     FX_PORT,
-    FX_PY,
     FX_SIGNED,
+    FX_TIME,
     FX_UNSIGNED,
     FX_UUID,
     STR_ASCII,
     STR_BOM,
     STR_HEX,
+    STR_UTF,
 )
 from ehtool.values import text as v
 
@@ -125,6 +129,7 @@ class _Spec:
     typed: Callable[[Any], object]
     c_kind: int
     sized_json: bool = False  # ``json(value, size)``
+    c_table: tuple[bytes, ...] | None = None  # the C renderer's table of texts (errno)
 
 
 def _bytes_code(n: int) -> str:
@@ -136,13 +141,14 @@ KIND_SPECS: dict[str, _Spec] = {
     "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED),
     "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED),
     "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX),
-    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_PY),
-    "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_PY),
+    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_ERRNO,
+                   c_table=v.ERRNO_JSON),
+    "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
                   sized_json=True),
-    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_PY),
+    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT),
     "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT),
-    "ip": _Spec(_bytes_code, b"%s", None, None, FX_PY),
+    "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP),
     "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID),
     "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES),
     "char8": _Spec(lambda n: "B", b"%s", None, chr, FX_CHAR),
@@ -170,6 +176,8 @@ class Kind:
     typed: Callable[[Any], object]
     #: how the C renderer writes it (``ehtool.speedups.FX_*``)
     c_kind: int
+    #: texts the C renderer looks values up in (errno names, float32 powers of two), or None
+    c_table: tuple[bytes, ...] | None = None
 
     def text(self, value: Any) -> bytes:
         """JSON of a value the rules apply to (see :meth:`value`)."""
@@ -192,6 +200,12 @@ class Kind:
         """JSON of the value from its ``size`` bytes."""
         return self.text(self.value(self.struct.unpack(data)[0]))
 
+    @property
+    def formatter(self) -> Callable[[bytes], bytes]:
+        """:meth:`from_bytes` as one callable with the rule resolved (what the C renderer
+        calls for the values it leaves to Python)."""
+        return _formatter(self)
+
     def python(self, data: bytes) -> object:
         """The Python value from its ``size`` bytes."""
         return self.typed(self.value(self.struct.unpack(data)[0]))
@@ -213,6 +227,18 @@ class Kind:
 @cache
 def _struct(code: str) -> struct.Struct:
     return struct.Struct(code)
+
+
+@cache
+def _formatter(kind: Kind) -> Callable[[bytes], bytes]:
+    if kind.swapped:
+        return kind.from_bytes
+    unpack = kind.struct.unpack
+    json = kind.json
+    if json is None:
+        piece = kind.piece
+        return lambda data: piece % unpack(data)
+    return lambda data: json(unpack(data)[0])
 
 
 def _name(size: int, fmt: int) -> str:
@@ -240,7 +266,9 @@ def fixed_kind(size: int, fmt: int, little: bool) -> Kind:
         json = partial(json, size=size)
     if name in _BY_SIZE:
         json, typed = _BY_SIZE[name](size, not little)
-    return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind)
+    table = v.float32_powers_json() if name == "float" and size == 4 else spec.c_table
+    return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind,
+                table)
 
 
 def _chars(size: int, big: bool) -> tuple[Callable, Callable]:
@@ -345,11 +373,12 @@ def string_kind(encoding: int, fmt: int, little: bool) -> StringKind:
         return StringKind("latin1", v.latin1_json, _decoder("latin-1"), STR_ASCII)
     if fmt in _BOM_FORMATS:
         return StringKind("bom", partial(v.bom_string_json, unit_size=unit, big_endian=big),
-                          partial(_bom_text, unit=unit, big=big), STR_ASCII | STR_BOM)
+                          partial(_bom_text, unit=unit, big=big),
+                          STR_ASCII | STR_BOM | STR_UTF)
     if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
         return hexbytes
     if unit == 1:
         return StringKind("utf8", v.utf8_json, _decoder("utf-8"), STR_ASCII)
     codec = ("utf-16" if unit == 2 else "utf-32") + ("-be" if big else "-le")
     json = partial(v.utf16_json if unit == 2 else v.utf32_json, big_endian=big)
-    return StringKind(f"utf{unit * 8}", json, _decoder(codec), STR_ASCII)
+    return StringKind(f"utf{unit * 8}", json, _decoder(codec), STR_ASCII | STR_UTF)

@@ -21,7 +21,19 @@ from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.render.style import JsonStyle
-from ehtool.speedups import FX_CHAR, FX_PY, FX_UUID, OP_ARRAY, OP_FIXED, OP_LIT, OP_STR, load
+from ehtool.speedups import (
+    FX_BOOL,
+    FX_HEX,
+    FX_HEXBYTES,
+    FX_PORT,
+    FX_SIGNED,
+    FX_UNSIGNED,
+    OP_ARRAY,
+    OP_FIXED,
+    OP_LIT,
+    OP_STR,
+    load,
+)
 
 __all__ = ["native_render"]
 class _Unsupported(Exception):
@@ -109,14 +121,22 @@ class _Compiler:
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
             kind = fixed_kind(size, d.format, self.little)
-            # the C code writes what it can; the rest, and non-ASCII characters, in Python
-            python = kind.from_bytes if kind.c_kind in (FX_PY, FX_CHAR, FX_UUID) else None
-            return (OP_FIXED, size, kind.c_kind, python)
+            # the C code writes what it can; the rest (non-ASCII characters, values whose
+            # rarer cases only the Python formatter has) in Python
+            if kind.c_kind in _C_ALONE:
+                return (OP_FIXED, size, kind.c_kind, None)
+            if kind.c_table is not None:
+                return (OP_FIXED, size, kind.c_kind, kind.formatter, kind.c_table)
+            return (OP_FIXED, size, kind.c_kind, kind.formatter)
         if d.encoding not in UNIT_SIZES:
             raise _Unsupported
         rule = string_kind(d.encoding, d.format, self.little)
         return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS), rule.c_flags,
                 rule.json)
+
+
+#: C kinds written without a Python formatter
+_C_ALONE = (FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_BOOL, FX_HEXBYTES)
 
 
 def _literal(ops: list[tuple], text: bytes) -> None:

@@ -34,6 +34,13 @@ class EventsWriter(Protocol):
 
     def events(self, events: list[bytes]) -> None: ...
 
+    #: what goes between two events of a batch (None: events are framed one by one)
+    separator: bytes | None
+
+    def joined(self, data: bytes, count: int) -> None:
+        """Write ``count`` events already joined by :attr:`separator`."""
+        ...
+
     def continuation(self, out: BinaryIO) -> EventsWriter:
         """A writer framing events as followers of this one's, into ``out``."""
         ...
@@ -61,6 +68,7 @@ class DocumentWriter:
         self._open = False
         if pretty:
             self._first, self._next = b"\n    ", b",\n    "
+        self.separator = None if pretty else self._next
         out.write((BOM if bom else b"") + b"{\n")
 
     def begin_file(self, name: str) -> None:
@@ -81,6 +89,13 @@ class DocumentWriter:
         lead = self._next if self._events else self._first
         self.out.write(lead + self._next.join(events))
         self._events += len(events)
+
+    def joined(self, data: bytes, count: int) -> None:
+        if not count:
+            return
+        self.out.write(self._next if self._events else self._first)
+        self.out.write(data)
+        self._events += count
 
     def event(self, event: bytes) -> None:
         self.events([event])
@@ -123,6 +138,7 @@ class JsonLinesWriter:
         if pretty:
             raise ValueError("JSON Lines cannot be pretty-printed (one event per line)")
         self.out = out
+        self.separator = b"\n"
         if bom:
             out.write(BOM)
 
@@ -132,6 +148,11 @@ class JsonLinesWriter:
     def events(self, events: list[bytes]) -> None:
         if events:
             self.out.write(b"\n".join(events) + b"\n")
+
+    def joined(self, data: bytes, count: int) -> None:
+        if count:
+            self.out.write(data)
+            self.out.write(b"\n")
 
     def event(self, event: bytes) -> None:
         self.out.write(event + b"\n")

@@ -141,6 +141,12 @@ class EventHeaderDecoder:
         s = style
         self._meta_keys = {k: s.sep + b'"' + k.encode() + b'"' + s.colon for k in _META_KEYS}
 
+    @property
+    def activity_keys(self) -> tuple[bytes, bytes]:
+        """The meta members' keys of the activity id and the related one (each with the
+        separator before it), as :meth:`_activity_meta` writes them."""
+        return self._meta_keys["activity"], self._meta_keys["relatedActivity"]
+
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
                offset: int = 0) -> DecodedEvent | None:
         """Decode ``data[offset:]``; see the module docstring for None and errors."""

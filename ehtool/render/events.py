@@ -37,8 +37,8 @@ class PlainSpec(NamedTuple):
 
 class EventHeaderSpec(NamedTuple):
     """What the C formatting loop needs for an EventHeader tracepoint: the decoder's
-    fast-path cache (``EventHeaderDecoder.fast_cache``); a hit without activity ids is
-    formatted in C, anything else by ``handler``."""
+    fast-path cache (``EventHeaderDecoder.fast_cache``); a hit (with or without activity
+    ids) is formatted in C, anything else by ``handler``."""
 
     kind: int  # 1
     tracepoint: str
@@ -46,6 +46,8 @@ class EventHeaderSpec(NamedTuple):
     head: bytes  # ``{ "n": `` in the style
     fast_cache: FastCache
     handler: Callable[[Any], bytes]
+    #: the meta keys of the activity ids (``EventHeaderDecoder.activity_keys``)
+    activity_keys: tuple[bytes, bytes]
 
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
@@ -151,6 +153,16 @@ class SampleFormatter:
                 handler = handlers[sample.desc] = self._make_handler(sample.desc)
             append(handler(sample))
         return out
+
+    def format_joined(self, samples: list, sep: bytes) -> bytes:
+        """``sep.join(self.format_many(samples))``, written by the C loop into one buffer
+        when it is built (no bytes object per event)."""
+        if self._native is not None:
+            try:
+                return self._native.format_joined(samples, sep)
+            except OverflowError:
+                pass  # as format_many
+        return sep.join(self.format_many(samples))
 
     def format_record(self, record: Any) -> bytes | None:
         """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):
@@ -279,7 +291,8 @@ class SampleFormatter:
                     ns, sample.cpu, sample.pid, sample.tid, ev[2])
 
             self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
-                                                self._eh.fast_cache, eventheader_fast)
+                                                self._eh.fast_cache, eventheader_fast,
+                                                self._eh.activity_keys)
             return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:

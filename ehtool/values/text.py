@@ -41,6 +41,7 @@ Numbers and other formats:
 from __future__ import annotations
 
 import struct
+from functools import cache
 
 from ehtool.values.strings import (
     bom_string_json,
@@ -54,9 +55,10 @@ from ehtool.values.strings import (
 from ehtool.values.times import format_utc_seconds
 
 __all__ = [
-    "bom_string_json", "boolean_json", "errno_json", "float32_bits_json", "float32_json",
-    "float64_json", "hex_bytes", "hex_int", "ipv4_json", "ipv6_json", "latin1_json",
-    "port_json", "seconds_json", "signed_json", "str_json", "string_json", "time32_json",
+    "ERRNO_JSON", "bom_string_json", "boolean_json", "errno_json", "float32_bits_json",
+    "float32_json", "float32_powers_json", "float64_json", "hex_bytes", "hex_int",
+    "ipv4_json", "ipv6_json", "latin1_json", "port_json", "seconds_json", "signed_json",
+    "str_json", "string_json", "time32_json",
     "time64_json", "time_json", "unsigned_json", "utc_ns_json", "utf8_json", "utf16_json",
     "utf32_json", "uuid_json",
 ]
@@ -159,7 +161,8 @@ _ERRNO_NAMES = (
     "EMEDIUMTYPE", "ECANCELED", "ENOKEY", "EKEYEXPIRED", "EKEYREVOKED", "EKEYREJECTED",
     "EOWNERDEAD", "ENOTRECOVERABLE", "ERFKILL", "EHWPOISON",
 )
-_ERRNO_JSON = tuple(
+#: errno_json of 0..133 (also the C renderer's table)
+ERRNO_JSON = tuple(
     f'"{name}({i})"'.encode() if name else b'"ERRNO(%d)"' % i
     for i, name in enumerate(_ERRNO_NAMES))
 
@@ -168,7 +171,7 @@ def errno_json(value: int) -> bytes:
     """``"EPERM(1)"``; unnamed values ``"ERRNO(n)"`` with n signed 32-bit."""
     value &= 0xFFFFFFFF
     if value < 134:
-        return _ERRNO_JSON[value]
+        return ERRNO_JSON[value]
     return b'"ERRNO(%d)"' % (value - 0x100000000 if value & 0x80000000 else value)
 
 
@@ -316,6 +319,13 @@ def float64_json(value: float) -> bytes:
         frac = r.partition(".")[2]
         return _format(frac.lstrip("0"), -len(frac), sign, value)
     return r.encode()
+
+
+@cache
+def float32_powers_json() -> tuple[bytes, ...]:
+    """float32_bits_json of the positive power of two of each biased exponent (index 0 and
+    255 are zero and infinity): the C renderer's table for them."""
+    return tuple(_float32_text(e << 23) for e in range(256))
 
 
 def float32_json(value: float) -> bytes:

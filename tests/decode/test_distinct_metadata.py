@@ -83,3 +83,58 @@ def test_peak_memory_stays_flat(distinct, tmp_path):
                                  "decode", "-j", "1", str(big)], capture_output=True, text=True,
                                 check=True, env={**os.environ}).stdout)
     assert rss_kb < 80 * 1024, rss_kb
+
+
+def _recurring(path: Path, count: int) -> None:
+    """A few metadata (same first 12 event bytes) in a shuffled order, some events with
+    a byte of their metadata or payload flipped, or cut."""
+    import random
+    import struct
+
+    from ehtool.perfdata.grammar import RecordType
+    from ehtool.perfdata.reader import PerfDataFile
+    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+
+    with PerfDataFile.open(REPO / "examples" / "eventheader.data") as f:
+        g = f.grammar
+        sample = next(s for s in f.samples("file") if b"Started\0" in s.raw)
+        size = struct.unpack_from(g.endian + "H", f._mm, sample.offset + 6)[0]
+        proto = bytes(f._mm[sample.offset:sample.offset + size])
+        w = PerfDataWriter(path, big_endian=f.big_endian,
+                           attr_size=max(d.attr.size for d in f.descs))
+        copy_metadata(w, f)
+    name_at = proto.index(b"Started\0")
+    raw_at = proto.index(sample.raw)
+    rng = random.Random(13)
+    chunk = []
+    for i in range(count):
+        rec = bytearray(proto)
+        rec[name_at:name_at + 7] = b"E%06d" % rng.randrange(5)
+        how = rng.randrange(8)
+        if how == 0:  # a metadata byte (the hit's ``expect`` no longer matches)
+            k = rng.randrange(raw_at + 20, name_at + 7)
+            rec[k] ^= 0x41
+        elif how == 1:  # a payload byte after the name
+            k = rng.randrange(name_at + 8, len(rec))
+            rec[k] ^= 0xFF
+        chunk.append(bytes(rec))
+        if i % 97 == 96:
+            chunk.append(w.record_bytes(RecordType.FINISHED_ROUND))
+    w.add_raw(b"".join(chunk) + w.record_bytes(RecordType.FINISHED_ROUND))
+    w.close()
+
+
+def test_recurring_metadata_sharing_their_first_bytes(tmp_path, monkeypatch):
+    """The C loop's table of recent fast-path hits (keyed by spec and first 12 bytes,
+    checked against the metadata that follows): same bytes as pure Python when several
+    metadata share those bytes and some events' metadata or payload is damaged."""
+    require_speedups()
+    path = tmp_path / "recurring.data"
+    _recurring(path, 4000)
+    warnings: list[str] = []
+    c = _decode(path, warn=warnings.append)
+    monkeypatch.setenv("EHTOOL_PURE", "1")
+    pure_warnings: list[str] = []
+    assert _decode(path, warn=pure_warnings.append) == c
+    assert warnings == pure_warnings
+    assert c.count(b"\n") == 4000 and c.count(b'"n": "MyProvider:E00000') > 2000

@@ -82,3 +82,71 @@ def test_malformed_eventheader_events_fall_back_the_same_way(tmp_path):
         w.close()
     out = both(dst)
     assert n > 200 and out.count(b'"n": ') > 500
+
+
+def _mutated(src: Path, dst: Path) -> Path:
+    """``src`` with every EventHeader sample cut or flipped at a moving byte."""
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+
+    with PerfDataFile.open(src) as f:
+        w = PerfDataWriter(dst, big_endian=f.big_endian)
+        copy_metadata(w, f)
+        descs = {d.name: i for i, d in enumerate(f.descs)}
+        for n, s in enumerate(f.samples(order="file")):
+            raw = s.raw
+            if n % 3:
+                k = n % max(1, len(raw))
+                raw = raw[:k] + bytes([raw[k] ^ 0xA5]) + raw[k + 1:] if n % 2 else raw[:k]
+            w.add_sample(descs[s.desc.name], id=s.desc.id, time=s.time, pid=s.pid,
+                         tid=s.tid, cpu=s.cpu, raw=raw)
+        w.close()
+    return dst
+
+
+@pytest.mark.parametrize("time_mode", ["perf", "ns", "rel", "delta"])
+@pytest.mark.parametrize("name", [*FILES, "mutated"])
+def test_format_joined_is_the_joined_format_many(name, time_mode, tmp_path, monkeypatch):
+    """The C loop's one-buffer output (Formatter.format_joined, which runs the C renderers
+    straight into it) is sep.join of its per-event objects and of the pure-Python ones."""
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.render.events import SampleFormatter
+    from ehtool.render.style import SPACED
+
+    monkeypatch.delenv("EHTOOL_PURE", raising=False)
+    require_speedups()
+    golden = golden_path("linuxtracepoints/perf.data")
+    if name == "mutated":
+        path = _mutated(golden, tmp_path / "mutated.data")
+    else:
+        path = golden if name == "golden" else REPO / name
+    sep = b",\n  "
+    native: list[bool] = []
+
+    def formatted(how: str) -> list[bytes]:
+        if how == "pure":
+            monkeypatch.setenv("EHTOOL_PURE", "1")
+        else:
+            monkeypatch.delenv("EHTOOL_PURE", raising=False)
+        out = []
+        with PerfDataFile.open(path, on_error=lambda e: None) as f:
+            fmt = SampleFormatter(SPACED, big_endian=f.big_endian, long_size=f.long_size,
+                                  time_json=f.session.time_json, clock=f.session.clock,
+                                  comm_of=f.session.comm, warn=lambda m: None,
+                                  time_mode=time_mode)
+            if how == "pure":
+                assert fmt._native is None
+            else:
+                native.append(fmt._native is not None)
+            for batch in f.batches("time", nonsample=False):
+                if how == "joined":
+                    out.append(fmt.format_joined(batch, sep))
+                else:
+                    out.append(sep.join(fmt.format_many(batch)))
+        return out
+
+    joined = formatted("joined")
+    assert joined == formatted("many")
+    assert joined == formatted("pure")
+    assert sum(len(b) for b in joined) > 500
+    assert all(native) or name != "golden"

@@ -35,6 +35,7 @@ def test_one_rule_read_three_ways(size, fmt, little):
     for _ in range(200):
         raw = bytes(rng.choice((0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256))) for _ in range(size))
         text = kind.from_bytes(raw)
+        assert kind.formatter(raw) == text, (kind.name, raw)
         shown = json.loads(text) if text[:1] != b"-" or text[1:2].isdigit() else text
         assert same(kind.python(raw), shown), (kind.name, raw, text)
 

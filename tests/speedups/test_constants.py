@@ -12,7 +12,7 @@ NAMES = [n for n in dir(speedups) if n.split("_")[0] in ("OP", "FX", "STR", "TIM
 
 
 def test_python_names_the_whole_c_enums() -> None:
-    assert len(NAMES) == 7 + 9 + 3 + 4
+    assert len(NAMES) == 7 + 13 + 4 + 4
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -29,5 +29,5 @@ def test_spec_field_order_is_the_c_loops():
 
     assert PlainSpec._fields == ("kind", "head", "render", "extra", "handler")
     assert EventHeaderSpec._fields == ("kind", "tracepoint", "eventheader_offset", "head",
-                                       "fast_cache", "handler")
+                                       "fast_cache", "handler", "activity_keys")
     assert FastEntry._fields == ("expect", "activity_size", "skip", "render", "info")
