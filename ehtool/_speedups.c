@@ -788,23 +788,35 @@ run_call(Ctx *c, const Op *op)
 
 static int run_ops(Ctx *c, const Op *ops, Py_ssize_t nops);
 
+/* An array's element count: fixed, or the u16 before the elements (read past); the
+ * MoveNext steps it costs are counted against the budget. FAIL_DEFER when the count
+ * runs past the data or the budget is spent (the Python renderer raises the error). */
 static int
-run_array(Ctx *c, const Op *op)
+array_count(Ctx *c, const Op *op, long *count)
 {
-    long count = op->count;
-    int variable = count == 0;
+    long n = op->count;
+    int variable = n == 0;
     if (variable) {
         if (c->p + 2 > c->len)
             return FAIL_DEFER;
-        count = (long)read_uint(c->data + c->p, 2, c->little);
+        n = (long)read_uint(c->data + c->p, 2, c->little);
         c->p += 2;
     }
     if (op->per)
-        c->steps += count * op->per;
+        c->steps += n * op->per;
     else if (variable)
-        c->steps += count;
-    if (c->steps > c->budget)
-        return FAIL_DEFER; /* the Python renderer raises the limit error */
+        c->steps += n;
+    *count = n;
+    return c->steps > c->budget ? FAIL_DEFER : OK;
+}
+
+static int
+run_array(Ctx *c, const Op *op)
+{
+    long count;
+    int rc = array_count(c, op, &count);
+    if (rc != OK)
+        return rc;
     if (count == 0)
         return out_put_bytes(c->out, op->empty) < 0 ? FAIL_PY : OK;
     if (out_put_bytes(c->out, op->open) < 0)
@@ -812,7 +824,7 @@ run_array(Ctx *c, const Op *op)
     for (long i = 0; i < count; i++) {
         if (i && out_put_bytes(c->out, op->sep) < 0)
             return FAIL_PY;
-        int rc = run_ops(c, op + 1, op->body);
+        rc = run_ops(c, op + 1, op->body);
         if (rc != OK)
             return rc;
     }
@@ -905,20 +917,10 @@ static int walk_ops(Ctx *c, const Op *ops, Py_ssize_t nops);
 static int
 walk_array(Ctx *c, const Op *op)
 {
-    long count = op->count;
-    int variable = count == 0;
-    if (variable) {
-        if (c->p + 2 > c->len)
-            return FAIL_DEFER;
-        count = (long)read_uint(c->data + c->p, 2, c->little);
-        c->p += 2;
-    }
-    if (op->per)
-        c->steps += count * op->per;
-    else if (variable)
-        c->steps += count;
-    if (c->steps > c->budget)
-        return FAIL_DEFER;
+    long count;
+    int rc = array_count(c, op, &count);
+    if (rc != OK)
+        return rc;
     if (op->body == 1 && op[1].op == OP_FIXED) { /* fixed-size elements: one step */
         if (c->p + (Py_ssize_t)count * op[1].size > c->len)
             return FAIL_DEFER;
@@ -926,7 +928,7 @@ walk_array(Ctx *c, const Op *op)
         return OK;
     }
     for (long i = 0; i < count; i++) {
-        int rc = walk_ops(c, op + 1, op->body);
+        rc = walk_ops(c, op + 1, op->body);
         if (rc != OK)
             return rc;
     }
