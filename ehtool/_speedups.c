@@ -180,7 +180,7 @@ typedef struct {
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
                         STR_BOM: after a leading BOM, which picks the unit size and order;
                         STR_HEX: the bytes as hex pairs (output.values.hex_bytes);
-                        STR_UTF: UTF-16/UTF-32 text written here too (put_units) */
+                        STR_UTF: UTF-8/16/32 text written here too (put_utf8, put_units) */
     int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
@@ -543,6 +543,48 @@ put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
     return out_put(o, "\"", 1) < 0 ? FAIL_PY : OK;
 }
 
+/* utf8_json of n bytes: valid sequences (no overlong forms, surrogates or code points
+ * above U+10FFFF) pass through; ``ED A0..BF xx`` is its lone surrogate (escaped); any
+ * other byte that starts no valid sequence is its Latin-1 character, and decoding goes
+ * on at the next byte (ehtool.values.strings._utf8_error). */
+static int
+put_utf8(Out *o, const unsigned char *q, Py_ssize_t n)
+{
+    if (out_reserve(o, n + 2) < 0 || out_put(o, "\"", 1) < 0)
+        return FAIL_PY;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned b0 = q[i];
+        uint32_t cp = b0;
+        int len = 1;
+        if (b0 >= 0xC2 && b0 <= 0xDF && i + 1 < n && (q[i + 1] & 0xC0) == 0x80) {
+            cp = (b0 & 0x1F) << 6 | (q[i + 1] & 0x3F);
+            len = 2;
+        }
+        else if (b0 >= 0xE0 && b0 <= 0xEF && i + 2 < n && (q[i + 1] & 0xC0) == 0x80 &&
+                 (q[i + 2] & 0xC0) == 0x80) {
+            uint32_t v = (b0 & 0x0F) << 12 | (q[i + 1] & 0x3F) << 6 | (q[i + 2] & 0x3F);
+            if (v >= 0x800) { /* (a surrogate is escaped by put_code_point) */
+                cp = v;
+                len = 3;
+            }
+        }
+        else if (b0 >= 0xF0 && b0 <= 0xF4 && i + 3 < n && (q[i + 1] & 0xC0) == 0x80 &&
+                 (q[i + 2] & 0xC0) == 0x80 && (q[i + 3] & 0xC0) == 0x80) {
+            uint32_t v = (b0 & 0x07) << 18 | (q[i + 1] & 0x3F) << 12 |
+                         (q[i + 2] & 0x3F) << 6 | (q[i + 3] & 0x3F);
+            if (v >= 0x10000 && v <= 0x10FFFF) {
+                cp = v;
+                len = 4;
+            }
+        }
+        if (put_code_point(o, cp) < 0)
+            return FAIL_PY;
+        i += len;
+    }
+    return out_put(o, "\"", 1) < 0 ? FAIL_PY : OK;
+}
+
 static int
 call_formatter(Ctx *c, PyObject *fmt, Py_ssize_t start, Py_ssize_t n)
 {
@@ -737,8 +779,9 @@ run_string(Ctx *c, const Op *op)
             chars -= skip;
         }
         rc = try_ascii(c, unit, little, text, chars, &done);
-        if (rc == OK && !done && op->fast & STR_UTF && unit > 1) {
-            rc = put_units(c->out, c->data + text, chars, unit, little);
+        if (rc == OK && !done && op->fast & STR_UTF) {
+            rc = unit == 1 ? put_utf8(c->out, c->data + text, chars)
+                           : put_units(c->out, c->data + text, chars, unit, little);
             done = 1;
         }
         if (rc != OK || done) {

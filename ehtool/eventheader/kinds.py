@@ -378,7 +378,7 @@ def string_kind(encoding: int, fmt: int, little: bool) -> StringKind:
     if fmt != F.STRING_UTF and encoding == E.BINARY_LENGTH16_CHAR8:
         return hexbytes
     if unit == 1:
-        return StringKind("utf8", v.utf8_json, _decoder("utf-8"), STR_ASCII)
+        return StringKind("utf8", v.utf8_json, _decoder("utf-8"), STR_ASCII | STR_UTF)
     codec = ("utf-16" if unit == 2 else "utf-32") + ("-be" if big else "-le")
     json = partial(v.utf16_json if unit == 2 else v.utf32_json, big_endian=big)
     return StringKind(f"utf{unit * 8}", json, _decoder(codec), STR_ASCII | STR_UTF)

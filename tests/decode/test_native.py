@@ -150,3 +150,39 @@ def test_format_joined_is_the_joined_format_many(name, time_mode, tmp_path, monk
     assert joined == formatted("pure")
     assert sum(len(b) for b in joined) > 500
     assert all(native) or name != "golden"
+
+
+def test_activity_id_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch):
+    """Events with activity ids met again (fast-path hits) are formatted in C: the
+    Python decoder's activity path is not called, and the bytes are pure Python's."""
+    import io
+
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from ehtool.render.eventheader import EventHeaderDecoder
+
+    require_speedups()
+    src = golden_path("linuxtracepoints/perf.data")
+    big = tmp_path / "twice.data"
+    replay_samples(src, big, 3000)
+    calls = []
+    original = EventHeaderDecoder._with_activity
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+    monkeypatch.setattr(EventHeaderDecoder, "_with_activity", counting)
+
+    def decode(pure: bool) -> bytes:
+        if pure:
+            monkeypatch.setenv("EHTOOL_PURE", "1")
+        else:
+            monkeypatch.delenv("EHTOOL_PURE", raising=False)
+        out = io.BytesIO()
+        assert decode_to(out, [str(big)], DecodeOptions(jobs=1)) == []
+        return out.getvalue()
+
+    c = decode(False)
+    assert calls == []
+    assert decode(True) == c
+    assert len(calls) > 10
+    assert c.count(b'"activity": ') > 10

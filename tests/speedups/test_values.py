@@ -223,8 +223,8 @@ def test_strings(unit, fmt, little):
     for data in texts:
         event = (len(data) // unit).to_bytes(2, order) + data
         assert render(event, 0, 0) == rule.json(data), (rule.name, data.hex())
-    if rule.name in ("utf16", "utf32"):
-        assert python.calls == 0  # UTF-16/32 text is the C code's
+    if rule.name in ("utf8", "utf16", "utf32"):
+        assert python.calls == 0  # UTF text is the C code's
     elif rule.name != "bom":  # (a UTF-8 BOM leaves the rest to Python)
         assert python.calls > 0
 
@@ -242,3 +242,43 @@ def test_characters(size, little):
     if size == 1:
         xs += list(range(256))
     _check(kind, [x.to_bytes(size, order) for x in xs], 0)
+
+
+def _utf8_texts(rng: random.Random) -> list[bytes]:
+    pieces = [b"a", b'"', b"\\", b"\x00", b"\x1f", b"\x7f", "\u00e9".encode(),
+              "\u20ac".encode(), "\U0001f600".encode(), "\ud7ff".encode(), "\ue000".encode(),
+              b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xed\x9f\xbf", b"\xc0\x80", b"\xc1\xbf",
+              b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x80\x80\x80", b"\xf4\x90\x80\x80",
+              b"\xf5\x80\x80\x80", b"\xff", b"\xfe", b"\x80", b"\xbf", b"\xc2", b"\xe2\x82",
+              b"\xf0\x9f\x98", b"\xef\xbb\xbf"]
+    out = [b"", *pieces]
+    for _ in range(4000):
+        out.append(b"".join(rng.choice(pieces) if rng.random() < 0.8 else rng.randbytes(1)
+                            for _ in range(rng.randrange(1, 8))))
+    for _ in range(1000):
+        out.append(rng.randbytes(rng.randrange(1, 12)))
+    return out
+
+
+def test_utf8_strings():
+    """UTF-8 text: valid sequences, overlong forms, surrogates (ED A0..BF xx), code points
+    above U+10FFFF, cut sequences and stray bytes, as utf8_json writes them."""
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from ehtool.eventheader.kinds import string_kind
+
+    rule = string_kind(E.STRING_LENGTH16_CHAR8, F.STRING_UTF, True)
+    zrule = string_kind(E.ZSTRING_CHAR8, F.DEFAULT, True)
+    assert rule.name == zrule.name == "utf8" and rule.c_flags & sp.STR_UTF
+    mod = sp.load()
+    python = _Counting(rule.json)
+
+    def fallback(data, p, o):
+        raise AssertionError("the whole event was handed back")
+    counted = mod.Plan([(sp.OP_STR, 1, 0, rule.c_flags, python)], True, 100, fallback).render
+    zero = mod.Plan([(sp.OP_STR, 1, 1, zrule.c_flags, python)], True, 100, fallback).render
+    for data in _utf8_texts(random.Random(8)):
+        want = rule.json(data)
+        assert counted(len(data).to_bytes(2, "little") + data, 0, 0) == want, data.hex()
+        text = data.split(b"\0")[0]
+        assert zero(text + b"\0", 0, 0) == zrule.json(text), data.hex()
+    assert python.calls == 0
