@@ -49,6 +49,13 @@ class InputError(EhtoolError):
         self.offset = offset
 
 
+class OutputError(EhtoolError):
+    """The output cannot be written (no space, file too large): ``-o FILE`` is left as
+    it was, unlike after an input error, when the complete records are kept."""
+
+    exit_code = EXIT_INPUT
+
+
 class UsageError(EhtoolError):
     """A bad argument that click's own validation cannot see."""
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ehtool.analysis.arrow import record_batches, require, schema
-from ehtool.errors import EhtoolError, InputError, SignalExit, combined
+from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit, combined
 
 #: the smallest part a file is split into (smaller files are one part)
 PART_MIN_BYTES = 32 << 20
@@ -44,6 +44,7 @@ class _Part:
 class _Report:
     problems: list[str] = field(default_factory=list)
     fatal: str | None = None
+    error: str | None = None  # not the input's: the worker's own (its part's file)
     internal: str | None = None
     signal: int = 0
 
@@ -112,6 +113,8 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1
                 raise SignalExit(report.signal)
             if report.internal:
                 raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
+            if report.error:
+                raise OutputError(report.error)
             head.out.seek(0)
             if head.out.read(1):
                 head.out.seek(0)
@@ -190,15 +193,18 @@ def _worker(p: _Part, columns: list[str] | None) -> None:
                 writer.write_batch(batch)
         except InputError as exc:
             report.fatal = str(exc)
-        finally:
-            if writer is not None:
-                writer.close()
+        if writer is not None:
+            writer.close()
+        p.out.flush()
         report.problems = [str(e) for e in problems]
+    except OSError as exc:  # ENOSPC, EFBIG on its part's file (Arrow's own text too)
+        why = exc.strerror or " ".join(str(exc).split())
+        report.error = (f"cannot write output: {why} (a worker's part, in "
+                        f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
     except BaseException as exc:  # noqa: BLE001 - the caller reports it
         report.internal = f"{type(exc).__name__}: {exc}"
     finally:
         with contextlib.suppress(BaseException):
-            p.out.flush()
             p.report.write(json.dumps(report.__dict__).encode())
             p.report.flush()
         os._exit(0)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ehtool.errors import EhtoolError
+from ehtool.errors import EhtoolError, OutputError
 
 #: signals whose Python handlers may raise (SIGINT, and SIGTERM/SIGHUP in ehtool decode)
 _HELD = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
@@ -77,6 +77,8 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         try:
             yield f
+        except OutputError:
+            raise
         except EhtoolError:
             _commit(f, tmp, target, st)
             done = True
@@ -156,6 +158,8 @@ def atomic_directory(path: str) -> Iterator[str]:
     try:
         try:
             yield tmp
+        except OutputError:
+            raise
         except EhtoolError:
             _commit_directory(tmp, target)
             done = True

@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions
-from ehtool.errors import EhtoolError, InputError, SignalExit
+from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit
 
 if TYPE_CHECKING:
     from ehtool.perfdata import PerfDataFile
@@ -59,6 +59,8 @@ class WorkerReport:
     fatal: str | None = None
     signal: int = 0
     internal: str | None = None
+    #: the worker could not write its part (ENOSPC, EFBIG): -o FILE is left as it was
+    output_error: str | None = None
     selection: list[str] = field(default_factory=list)
 
     @classmethod
@@ -116,6 +118,8 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
                 raise SignalExit(report.signal)
             if report.internal:
                 raise EhtoolError(report.internal)
+            if report.output_error:
+                raise OutputError(report.output_error)
             if not report.started:
                 break
             out.seek(0)
@@ -160,8 +164,16 @@ def _ended(report: WorkerReport, exc: BaseException) -> None:
     elif isinstance(exc, SystemExit):  # SignalExit: a terminating signal reached it
         code = exc.code
         report.signal = code - 128 if isinstance(code, int) and code > 128 else 15
+    elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG on its part's file
+        report.output_error = part_file_error(exc)
     else:
         report.internal = f"internal error in a decoding worker: {exc!r}"
+
+
+def part_file_error(exc: OSError) -> str:
+    """The message for a worker that could not write its part (a temporary file)."""
+    return (f"cannot write output: {exc.strerror} (a worker's part, in "
+            f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
 
 
 def _kill_group(pid: int) -> None:
@@ -205,7 +217,7 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
     finally:
         report.write(reports[index - 1])
         if child:
-            if report.fatal or report.signal or report.internal:
+            if report.fatal or report.signal or report.internal or report.output_error:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(child, signal.SIGKILL)  # its part would be dropped
             with contextlib.suppress(ChildProcessError):
@@ -263,6 +275,8 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 raise SignalExit(report.signal)
             if report.internal:
                 raise EhtoolError(report.internal)
+            if report.output_error:
+                raise OutputError(report.output_error)
             head.out.seek(0)
             yield head.path, FileResult(head.out, report, report.fatal)
             head.out.close()

@@ -17,6 +17,8 @@ line instead, for ``jq -c`` and very large files.
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import BinaryIO, Protocol
 
 from ehtool.render.pretty import indent_json
@@ -171,5 +173,27 @@ class JsonLinesWriter:
 
 
 def _copy(src: BinaryIO, dst: BinaryIO) -> None:
+    """The rest of ``src`` (a worker's part, in a file) to ``dst``: by the kernel
+    (sendfile) when both are files, else through a buffer."""
+    try:
+        src_fd, dst_fd = src.fileno(), dst.fileno()
+        start = src.tell()
+        end = os.fstat(src_fd).st_size
+    except (OSError, AttributeError, ValueError):  # io.BytesIO and the like
+        src_fd = -1
+    if src_fd >= 0:
+        dst.flush()
+        try:
+            while start < end:
+                sent = os.sendfile(dst_fd, src_fd, start, min(end - start, 1 << 30))
+                if sent == 0:
+                    break
+                start += sent
+            src.seek(start)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            src.seek(start)  # (nothing of this part written yet, or up to start)
     while chunk := src.read(1 << 20):
         dst.write(chunk)

@@ -184,3 +184,28 @@ def _children(pid: int) -> list[int]:
             return [int(x) for x in f.read().split()]
     except OSError:
         return []
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_a_worker_that_cannot_write_its_part_leaves_the_file_alone(big, tmp_path, fmt):
+    """EFBIG (ulimit -f) on a worker's part file: one line naming it, exit 1, -o FILE
+    as it was and no temporary file (not the 'internal error' it was)."""
+    import resource
+    import subprocess
+    import sys
+
+    pytest.importorskip("duckdb")
+    out = tmp_path / "out"
+    out.write_bytes(b"before")
+    limit = 1 << 20
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", fmt, "-j", "2",
+                           "-o", str(out), str(big), str(big)], capture_output=True, text=True,
+                          cwd=REPO, preexec_fn=small_files)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("ehtool: error: cannot write output: File too large")
+    assert done.stderr.count("\n") == 1
+    assert out.read_bytes() == b"before" and [p.name for p in tmp_path.iterdir()] == ["out"]
