@@ -239,27 +239,35 @@ class FileResult:
 
 def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWriter,
                      decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
-                     ) -> Iterator[tuple[str, FileResult]]:
-    """Decode ``paths`` with up to ``options.jobs`` processes at a time, one per input,
-    and yield each input's result in argument order. ``decode_one(path, options,
-    writer)`` gives an input's batches (one process: its options say jobs=1)."""
+                     ) -> Iterator[tuple[str, FileResult | None]]:
+    """Decode ``paths`` with up to ``options.jobs`` processes at a time and yield each
+    input's result in argument order. ``decode_one(path, options, writer)`` gives an
+    input's batches (one process: its options say jobs=1). The calling process is one
+    of the N: when every input before the next one is written and no worker has taken
+    it, the result is None and the caller decodes that input itself, straight to its
+    output (no part file), while the workers take the inputs after it."""
     pending = list(paths)
     running: list[_Running] = []  # in argument order
+    workers = max(1, options.jobs - 1)
     try:
         while pending or running:
-            while pending and len([r for r in running if r.status is None]) < options.jobs:
-                path = pending.pop(0)
-                out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
-                report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
-                ended, alive = os.pipe()  # EOF on ``ended`` when the worker is gone
-                pid = os.fork()
-                if pid == 0:  # never returns
-                    os.close(ended)
-                    _file_worker(path, options, writer, decode_one, out, report_file)
-                os.close(alive)
-                running.append(_Running(path, pid, out, report_file, ended))
-            head = running[0]
-            if head.status is None:
+            head = running[0] if running else None
+            if head is None or head.status is None:
+                mine = None if running else pending.pop(0)  # the caller's turn
+                while pending and len([r for r in running if r.status is None]) < workers:
+                    path = pending.pop(0)
+                    out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
+                    report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
+                    ended, alive = os.pipe()  # EOF on ``ended`` when the worker is gone
+                    pid = os.fork()
+                    if pid == 0:  # never returns
+                        os.close(ended)
+                        _file_worker(path, options, writer, decode_one, out, report_file)
+                    os.close(alive)
+                    running.append(_Running(path, pid, out, report_file, ended))
+                if mine is not None:
+                    yield mine, None
+                    continue
                 # sleep until a worker ends (any: its slot takes the next input)
                 waiting = {r.ended: r for r in running if r.status is None}
                 readable, _, _ = select.select(list(waiting), [], [])

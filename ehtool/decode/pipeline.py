@@ -13,6 +13,7 @@ document is always closed, so the output stays valid JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -51,8 +52,12 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     try:
         if _side_by_side(inputs, options):
             _preload(options)
+            one = dataclasses.replace(options, jobs=1)  # what this process decodes itself
             results = concurrent_files(inputs, options, writer, _one_process_batches)
             for path, result in results:
+                if result is None:
+                    _write_input(path, one, progress, writer, errors)
+                    continue
                 writer.begin_file(path)
                 writer.splice(result.out, result.report.count)
                 _replay(result.report, options)
@@ -62,21 +67,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
                 progress.input_done()
             return errors
         for path in inputs:
-            writer.begin_file("stdin" if path == "-" else path)
-            try:
-                for batch in _batches(path, options, progress, writer):
-                    if type(batch) is Joined:
-                        writer.joined(batch.data, batch.count)
-                    elif type(batch) is Spliced:  # a worker's part, framed
-                        writer.splice(batch.file, batch.count)
-                        continue
-                    else:
-                        writer.events(batch)
-                    progress.batch_done()
-            except EhtoolError as exc:
-                errors.append(exc)
-            writer.end_file()
-            progress.input_done()
+            _write_input(path, options, progress, writer, errors)
     finally:
         gc.set_threshold(*threshold)
         writer.close()
@@ -126,6 +117,26 @@ class _Progress:
         if self.report is not None:
             self.done += self.sizes.pop(0)
             self.report(self.done, self.total)
+
+
+def _write_input(path: str, options: DecodeOptions, progress: _Progress,
+                 writer: EventsWriter, errors: list[EhtoolError]) -> None:
+    """One input's events to ``writer``, its error (if any) to ``errors``."""
+    writer.begin_file("stdin" if path == "-" else path)
+    try:
+        for batch in _batches(path, options, progress, writer):
+            if type(batch) is Joined:
+                writer.joined(batch.data, batch.count)
+            elif type(batch) is Spliced:  # a worker's part, framed
+                writer.splice(batch.file, batch.count)
+                continue
+            else:
+                writer.events(batch)
+            progress.batch_done()
+    except EhtoolError as exc:
+        errors.append(exc)
+    writer.end_file()
+    progress.input_done()
 
 
 def _preload(options: DecodeOptions) -> None:

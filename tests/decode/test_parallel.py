@@ -307,3 +307,28 @@ def test_workers_per_input_import_nothing_after_the_preload():
                           capture_output=True, text=True, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_calling_process_decodes_an_input_when_its_turn_comes(monkeypatch):
+    """Side by side, the calling process is one of the N: it decodes the next input itself
+    (no part file) when every input before it is written and no worker took it."""
+    import os
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / name) for name in
+             ("sched.data", "eventheader.data", "sched.data", "eventheader.data")]
+    forks = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    outs = []
+    for jobs in (1, 2, 3):
+        out, warnings = io.BytesIO(), []
+        errors = decode_to(out, paths, DecodeOptions(jobs=jobs, warn=warnings.append))
+        outs.append((out.getvalue(), warnings, [str(e) for e in errors]))
+    assert outs[1] == outs[0] and outs[2] == outs[0]
+    assert len(forks) <= 2 + 3  # -j 2: inputs 2 and 4; -j 3: at most 3 of the 4
