@@ -206,8 +206,9 @@ class RecordWalk:
             self._learn(rtype, rec.body)
             out.append(rec)
         elif rtype == _R.COMM or rtype == _R.FORK:
-            desc, trailer_size = self._trailer_layout(rtype, buf, pos, size)
-            self._learn(rtype, self._body(rtype, buf, pos + 8, nxt - trailer_size))
+            _, tr = self._trailer_layout(rtype, buf, pos, size)
+            self._learn(rtype, self._body(rtype, buf, pos + 8,
+                                          nxt - (tr.size if tr is not None else 0)))
         return nxt
 
     def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
@@ -294,8 +295,9 @@ class RecordWalk:
             return None
 
     def _trailer_layout(self, rtype: int, buf: Any, pos: int, size: int
-                        ) -> tuple[EventDesc | None, int]:
-        """(the record's event, the size of its ``sample_id_all`` trailer)."""
+                        ) -> tuple[EventDesc | None, TrailerReader | None]:
+        """(the record's event, the reader of its ``sample_id_all`` trailer; None when
+        the record has none or is too short for it)."""
         desc = None
         nid = self._nonsample_id_at
         if nid >= 0 and rtype < 64 and size >= 8 + nid:
@@ -307,9 +309,9 @@ class RecordWalk:
         layout = desc if desc is not None or nid < 0 or rtype >= 64 or not self.descs \
             else self.descs[0]
         if layout is None:
-            return desc, 0
+            return desc, None
         tr = self._trailer_reader(layout.sample_type)
-        return desc, (tr.size if tr.size <= size - 8 else 0)
+        return desc, (tr if tr.size <= size - 8 else None)
 
     def _trailer_reader(self, sample_type: int) -> TrailerReader:
         tr = self._trailers.get(sample_type)
@@ -320,12 +322,9 @@ class RecordWalk:
     def _record(self, rtype: int, buf: Any, pos: int, size: int, base: int) -> Record:
         """A non-sample record with its sample_id trailer and (known types) body."""
         nxt = pos + size
-        desc, trailer_size = self._trailer_layout(rtype, buf, pos, size)
-        trailer: dict[str, int] = {}
-        if trailer_size:
-            layout = desc if desc is not None else self.descs[0] if self.descs else None
-            trailer = self._trailer_reader(layout.sample_type).read(buf, nxt)
-        body = self._body(rtype, buf, pos + 8, nxt - trailer_size)
+        desc, tr = self._trailer_layout(rtype, buf, pos, size)
+        trailer = tr.read(buf, nxt) if tr is not None else {}
+        body = self._body(rtype, buf, pos + 8, nxt - (tr.size if tr is not None else 0))
         return Record(rtype, self._hdr(buf, pos)[1], base + pos, bytes(buf[pos:nxt]), body,
                       trailer.get("pid"), trailer.get("tid"), trailer.get("time"),
                       trailer.get("cpu"), desc)
