@@ -45,9 +45,10 @@ def require(module: str) -> Any:
         raise UsageError(f"this needs {module.split('.')[0]}: {_EXTRA}") from None
 
 
-def schema() -> Any:
+def schema(columns: list[str] | None = None) -> Any:
+    """The Arrow schema of the rows: every column, or ``columns`` of them in that order."""
     pa = require("pyarrow")
-    return pa.schema([
+    full = pa.schema([
         ("file", pa.string()), ("time", pa.timestamp("ns", tz="UTC")),
         ("session_time", pa.int64()), ("cpu", pa.int32()), ("pid", pa.int32()),
         ("tid", pa.int32()), ("comm", pa.string()), ("provider", pa.string()),
@@ -56,6 +57,7 @@ def schema() -> Any:
         ("activity", pa.string()), ("related_activity", pa.string()),
         ("fields", pa.string()),
     ])
+    return pa.schema([full.field(n) for n in columns]) if columns else full
 
 
 def _json_default(value: Any) -> Any:
@@ -96,9 +98,8 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
-    full = schema()
-    names = columns or full.names
-    out_schema = pa.schema([full.field(n) for n in names])
+    out_schema = schema(columns)
+    names = out_schema.names
     # without the fields column no field is decoded (the events are still checked whole)
     only = None if "fields" in names else ()
     getters = [COLUMNS[n] for n in names]

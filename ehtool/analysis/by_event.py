@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ehtool.analysis.arrow import COLUMNS, require, schema
+from ehtool.analysis.arrow import COLUMNS, json_value, require, schema
 from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
@@ -182,8 +182,6 @@ class ByEventWriter:
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             if all(v is None or (type(v) is int and v >= 0) for v in values):
                 return pa.array(values, type=pa.uint64())  # u64 values above int64's range
-            from ehtool.analysis.arrow import json_value
-
             return pa.array([None if v is None else json_value(v) for v in values],
                             type=pa.string())
 

@@ -55,10 +55,8 @@ def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | No
         if "file" in frame:
             frame["file"] = path
         return frame
-    full = schema()
-    out = pa.schema([full.field(n) for n in columns]) if columns else full
     return pa.Table.from_batches(list(record_batches([path], columns, part)),
-                                 schema=out).to_pandas()
+                                 schema=schema(columns)).to_pandas()
 
 
 def read_perfdata(paths: str | list[str], columns: list[str] | None = None,
@@ -80,7 +78,4 @@ def read_perfdata(paths: str | list[str], columns: list[str] | None = None,
 
 
 def _partition_meta(columns: list[str] | None) -> Any:
-    pa = require("pyarrow")
-    full = schema()
-    out = pa.schema([full.field(n) for n in columns]) if columns else full
-    return out.empty_table().to_pandas()
+    return schema(columns).empty_table().to_pandas()

@@ -226,9 +226,7 @@ class Source:
     :attr:`error`, so the caller can raise it as it was (an input error, a signal)."""
 
     def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
-        pa = require("pyarrow")
-        full = schema()
-        self.schema = pa.schema([full.field(n) for n in columns]) if columns else full
+        self.schema = schema(columns)
         self.batches = batches(paths, columns, jobs)
         self.error: BaseException | None = None
 
