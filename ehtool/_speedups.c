@@ -1740,6 +1740,25 @@ failed:
     return 0;
 }
 
+/* The decoder's fast-cache entry (EventHeaderDecoder.fast_cache[tracepoint]) keyed by
+ * the n event bytes at off: a borrowed reference, or NULL (an error is set only when a
+ * lookup itself failed). */
+static PyObject *
+cache_get(PyObject *fast_cache, PyObject *tracepoint, PyObject *raw, Py_ssize_t off,
+          Py_ssize_t n)
+{
+    PyObject *per_name = PyDict_GetItemWithError(fast_cache, tracepoint);
+    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 ||
+        off + n > PyBytes_GET_SIZE(raw))
+        return NULL;
+    PyObject *key = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + off, n);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(per_name, key);
+    Py_DECREF(key);
+    return hit;
+}
+
 /* The decoder's cache entry for this event when it is a hit without activity ids, else
  * NULL (no error), following EventHeaderDecoder.decode_parts: the first 12 event bytes key
  * an entry whose metadata must follow them, or, when several metadata share those bytes,
@@ -1747,25 +1766,14 @@ failed:
 static PyObject *
 fast_hit(PyObject *fast_cache, PyObject *tracepoint, PyObject *raw, Py_ssize_t off)
 {
-    PyObject *per_name = PyDict_GetItemWithError(fast_cache, tracepoint);
     Py_ssize_t len = PyBytes_GET_SIZE(raw);
-    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
-        return NULL;
     const char *data = PyBytes_AS_STRING(raw);
-    PyObject *key = PyBytes_FromStringAndSize(data + off, 12);
-    if (key == NULL)
-        return NULL;
-    PyObject *hit = PyDict_GetItemWithError(per_name, key);
-    Py_DECREF(key);
+    PyObject *hit = cache_get(fast_cache, tracepoint, raw, off, 12);
     if (hit != NULL && PyLong_CheckExact(hit)) { /* the marker: key by the whole prefix */
         Py_ssize_t m = PyLong_AsSsize_t(hit);
-        if (m < 12 || off + m > len)
+        if (m < 12)
             return NULL;
-        key = PyBytes_FromStringAndSize(data + off, m);
-        if (key == NULL)
-            return NULL;
-        hit = PyDict_GetItemWithError(per_name, key);
-        Py_DECREF(key);
+        hit = cache_get(fast_cache, tracepoint, raw, off, m);
         if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 5)
             return NULL;
         return Py_NewRef(hit);
@@ -1874,17 +1882,9 @@ cached_hit(FormatterObject *self, PyObject *spec, PyObject *raw, Py_ssize_t off,
 static PyObject *
 activity_hit(PyObject *spec, PyObject *raw, Py_ssize_t off)
 {
-    PyObject *per_name = PyDict_GetItemWithError(PyTuple_GET_ITEM(spec, 4),
-                                                 PyTuple_GET_ITEM(spec, 1));
     Py_ssize_t len = PyBytes_GET_SIZE(raw);
-    if (per_name == NULL || !PyDict_Check(per_name) || off < 0 || off + 12 > len)
-        return NULL;
     const char *data = PyBytes_AS_STRING(raw);
-    PyObject *key = PyBytes_FromStringAndSize(data + off, 12);
-    if (key == NULL)
-        return NULL;
-    PyObject *hit = PyDict_GetItemWithError(per_name, key);
-    Py_DECREF(key);
+    PyObject *hit = cache_get(PyTuple_GET_ITEM(spec, 4), PyTuple_GET_ITEM(spec, 1), raw, off, 12);
     if (hit == NULL)
         return NULL;
     int listed = PyList_Check(hit);
