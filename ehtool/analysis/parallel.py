@@ -14,15 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
-import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ehtool import workers
 from ehtool.analysis.arrow import record_batches, require, schema
 from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit, combined
+from ehtool.workers import Worker
 
 #: the smallest part a file is split into (smaller files are one part)
 PART_MIN_BYTES = 32 << 20
@@ -33,11 +33,9 @@ class _Part:
     path: str
     part: tuple[int, int] | None
     last: bool  # the last part of its file
-    pid: int = 0
+    worker: Worker | None = None
     out: IO[bytes] | None = None
     report: IO[bytes] | None = None
-    ended: int = -1  # read end of a pipe: EOF when the worker is gone
-    status: int | None = None
 
 
 @dataclass
@@ -86,26 +84,27 @@ def _size(path: str) -> int:
         return 0
 
 
-def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1
-            ) -> Iterator[Any]:
+def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
+            running: list[_Part] | None = None) -> Iterator[Any]:
     """:func:`ehtool.analysis.arrow.record_batches` of ``paths`` on up to ``jobs``
-    processes (one when ``jobs`` is 1, a path is ``-``, or there is one part)."""
+    processes (one when ``jobs`` is 1, a path is ``-``, or there is one part).
+    ``running``, if given, is the list of parts being decoded (for :class:`Source`)."""
     todo = parts(paths, jobs) if jobs > 1 and "-" not in paths else []
     if len(todo) < 2:
         yield from record_batches(paths, columns)
         return
     pa = require("pyarrow")
     _preload()
-    running: list[_Part] = []
+    running = [] if running is None else running
     problems: list[str] = []
     seen: set[str] = set()
     try:
         while todo or running:
-            while todo and sum(p.status is None for p in running) < jobs:
-                running.append(_start(todo.pop(0), columns))
+            while todo and sum(p.worker.running for p in running) < jobs:
+                _start(todo.pop(0), columns, running)
             head = running[0]
-            if head.status is None:
-                _wait(running)
+            if head.worker.running:
+                workers.wait_any(p.worker for p in running)
                 continue
             running.pop(0)
             report = _read_report(head)
@@ -131,13 +130,8 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1
                     raise combined([InputError(m) for m in problems])
                 seen.clear()
     finally:
+        workers.stop(p.worker for p in running if p.worker is not None)
         for p in running:
-            if p.status is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p.pid, signal.SIGKILL)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(p.pid, 0)
-                os.close(p.ended)
             for f in (p.out, p.report):
                 if f is not None:
                     f.close()
@@ -154,35 +148,21 @@ def _preload() -> None:
     load()
 
 
-def _start(p: _Part, columns: list[str] | None) -> _Part:
+def _start(p: _Part, columns: list[str] | None, running: list[_Part]) -> None:
+    """Fork the worker of ``p`` and add it to ``running``."""
     p.out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
     p.report = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
-    ended, alive = os.pipe()
-    p.pid = os.fork()
-    if p.pid == 0:  # never returns
-        os.close(ended)
-        _worker(p, columns)
-    os.close(alive)
-    p.ended = ended
-    return p
-
-
-def _wait(running: list[_Part]) -> None:
-    """Sleep until a worker ends; reap it."""
-    waiting = {p.ended: p for p in running if p.status is None}
-    readable, _, _ = select.select(list(waiting), [], [])
-    for fd in readable:
-        p = waiting[fd]
-        p.status = os.waitpid(p.pid, 0)[1]
-        os.close(fd)
+    with workers.held_signals():
+        p.worker = workers.fork(lambda: _worker(p, columns))
+        running.append(p)
 
 
 def _worker(p: _Part, columns: list[str] | None) -> None:
     """Decode one part into ``p.out`` as an Arrow IPC stream, report, exit."""
     report = _Report()
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
+        workers.default_signals()
+        workers.release()
         pa = require("pyarrow")
         problems: list[InputError] = []
         writer = None
@@ -211,31 +191,43 @@ def _worker(p: _Part, columns: list[str] | None) -> None:
 
 
 def _read_report(p: _Part) -> _Report:
-    if os.WIFSIGNALED(p.status):
-        return _Report(signal=os.WTERMSIG(p.status))
+    status = p.worker.status
+    if os.WIFSIGNALED(status):
+        return _Report(signal=os.WTERMSIG(status))
     p.report.seek(0)
     try:
         return _Report(**json.loads(p.report.read()))
     except (ValueError, TypeError):
-        return _Report(internal=f"the worker died (wait status {p.status})")
+        return _Report(internal=f"the worker died (wait status {status})")
 
 
 class Source:
-    """The record batches of :func:`batches` for a consumer that wraps exceptions (DuckDB
-    reports a Python error inside its stream as its own): the one raised is kept in
-    :attr:`error`, so the caller can raise it as it was (an input error, a signal)."""
+    """The record batches of :func:`batches` for a consumer that pulls them on its own
+    threads and wraps exceptions (DuckDB reports a Python error inside its stream as its
+    own): the one raised is kept in :attr:`error`, so the caller can raise it as it was
+    (an input error, a signal). :meth:`stop` ends it from any thread."""
 
     def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
         self.schema = schema(columns)
-        self.batches = batches(paths, columns, jobs)
+        self.running: list[_Part] = []
+        self.batches = batches(paths, columns, jobs, self.running)
         self.error: BaseException | None = None
+        self.stopped = False
 
     def __iter__(self) -> Iterator[Any]:
         try:
-            yield from self.batches
+            for batch in self.batches:
+                if self.stopped:
+                    raise EhtoolError("stopped")
+                yield batch
         except BaseException as exc:
             self.error = exc
             raise
+
+    def stop(self) -> None:
+        """End the batches early: the workers are killed and the next batch raises."""
+        self.stopped = True
+        workers.kill(p.worker for p in list(self.running) if p.worker is not None)
 
     def reader(self) -> Any:
         """A ``pyarrow.RecordBatchReader`` over the batches."""

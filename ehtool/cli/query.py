@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -33,40 +34,53 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     """
     from ehtool.analysis.arrow import columns_for, require
     from ehtool.analysis.parallel import Source
-    from ehtool.cli.signals import exit_on_signals
+    from ehtool.cli.signals import exit_on_signals, interrupting
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
     duckdb = require("duckdb")
-    con = duckdb.connect()
     source = Source(list(inputs), columns_for(sql), jobs or available_cpus())
-    con.register("events", source.reader())
-    with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, the workers ended
-        try:
-            _run(con, sql, out_format)
-        except Exception as exc:
-            if source.error is not None:  # an input error, a signal: as it was raised
-                raise source.error from None
-            if isinstance(exc, duckdb.Error):
-                raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
-            if str(exc) == "Query interrupted":  # DuckDB's word for the SIGINT it saw
-                raise KeyboardInterrupt from None
-            raise
+    con = duckdb.connect()
+
+    def interrupt() -> None:  # from the signal watcher's thread
+        source.stop()
+        con.interrupt()
+
+    # SIGTERM/SIGHUP: exit 128+N. While DuckDB runs, a signal stops the decoding workers
+    # and the query, and is raised once DuckDB returns.
+    with exit_on_signals():
+        with interrupting(interrupt):
+            con.register("events", source.reader())
+            try:
+                result = _run(con, sql, out_format)
+            except Exception as exc:
+                if source.error is not None:  # an input error: as it was raised
+                    raise source.error from None
+                if isinstance(exc, duckdb.Error):
+                    raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
+                raise
+        if result is not None:
+            _print(result, out_format)
 
 
-def _run(con, sql: str, out_format: str | None) -> None:
-    """Run ``sql`` and print its result."""
+def _run(con, sql: str, out_format: str | None) -> Any:
+    """Run ``sql``; print a table, or return the result as an Arrow table to print."""
     result = con.sql(sql)
     if result is None:
-        return
+        return None
     out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
     if out_format == "table":
         result.show(max_width=1_000_000, max_rows=1_000_000)
-        return
+        return None
     table = result.arrow()
     if hasattr(table, "read_all"):  # DuckDB 1.4+ gives a RecordBatchReader
         table = table.read_all()
-    if out_format == "csv":
+    return table
+
+
+def _print(table: Any, out_format: str | None) -> None:
+    """Print an Arrow table as CSV or JSON Lines."""
+    if (out_format or "csv") == "csv":
         import pyarrow.csv as pacsv
 
         pacsv.write_csv(table, sys.stdout.buffer)

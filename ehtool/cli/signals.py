@@ -5,15 +5,18 @@ conventional 128 + the signal number, as if the signal had killed the process.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from types import FrameType
 
 from ehtool.cli import importing as _importing
 from ehtool.errors import SignalExit
 
-__all__ = ["SignalExit", "TERMINATING", "exit_on_signals"]
+__all__ = ["SignalExit", "TERMINATING", "exit_on_signals", "interrupting"]
 
 #: the signals that end a command cleanly (SIGINT already raises KeyboardInterrupt)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
@@ -57,3 +60,65 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, SIGINT, SIGTERM or SIGHUP calls ``interrupt()`` from a thread
+    (for C code that runs long without Python in between: DuckDB's query, which also
+    pulls batches on its own threads), and the block ends with KeyboardInterrupt
+    (SIGINT) or :class:`SignalExit`, whatever it raised meanwhile.
+
+    The handlers only note the signal (through ``signal.set_wakeup_fd``), so no
+    exception is raised at a random point of the main thread: inside DuckDB's own
+    SIGINT check, an at-fork callback, an iterator another thread is running.
+    """
+    signals = (signal.SIGINT, *TERMINATING)
+    got: list[int] = []
+    wake_r, wake_w = os.pipe()
+    stop_r, stop_w = os.pipe()
+    os.set_blocking(wake_w, False)
+
+    def note(data: bytes) -> None:
+        for signum in data:
+            if signum in signals and not got:
+                got.append(signum)
+                interrupt()
+
+    def watch() -> None:
+        while True:
+            readable, _, _ = select.select([wake_r, stop_r], [], [])
+            if wake_r in readable:
+                note(os.read(wake_r, 64))
+            if stop_r in readable:
+                return
+
+    old = {sig: signal.getsignal(sig) for sig in signals
+           if signal.getsignal(sig) is not signal.SIG_IGN}
+    for sig in old:
+        signal.signal(sig, lambda signum, frame: None)
+    old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=watch, name="ehtool-signals", daemon=True)
+    watcher.start()
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - raised below unless a signal came
+        error = exc
+    finally:
+        os.write(stop_w, b"x")
+        watcher.join()
+        os.set_blocking(wake_r, False)
+        with suppress(BlockingIOError):
+            note(os.read(wake_r, 64))  # one that came as the watcher stopped
+        signal.set_wakeup_fd(old_fd)
+        for sig, previous in old.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        for fd in (wake_r, wake_w, stop_r, stop_w):
+            os.close(fd)
+    if got:
+        if got[0] == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        raise SignalExit(got[0]) from None
+    if error is not None:
+        raise error

@@ -24,16 +24,17 @@ import dataclasses
 import gc
 import json
 import os
-import select
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, BinaryIO
 
+from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit
+from ehtool.workers import Worker
 
 if TYPE_CHECKING:
     from ehtool.perfdata import PerfDataFile
@@ -98,11 +99,12 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
     with contextlib.ExitStack() as stack:
         outs = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
         reports = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
-        pid = os.fork()
-        if pid == 0:  # never returns
-            _worker(f, fmt, options, writer, outs, reports, targets, 1)
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # (the worker does the same): the chain is one group
+        with workers.held_signals():
+            pid = os.fork()
+            if pid == 0:  # never returns
+                _worker(f, fmt, options, writer, outs, reports, targets, 1)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)  # (the worker does the same): the chain is one group
         status = None
         try:
             f.stop_at_split(targets[0])
@@ -198,15 +200,17 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
     fmt.warn = report.warnings.append  # no handler exists yet: this is the one they take
     child = 0
     try:
+        workers.release()  # (held since the fork)
         gc.freeze()  # the objects inherited: never collected here
         split = f.split_point(targets[index - 1])
         if split is not None:
             report.started = True
             f.restrict(split, f.data_range[1])
             if index < len(targets):
-                child = os.fork()
-                if child == 0:
-                    _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
+                with workers.held_signals():
+                    child = os.fork()
+                    if child == 0:
+                        _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
                 f.stop_at_split(targets[index])
             _write_part(format_batches(f, fmt, options, writer.separator), writer,
                         outs[index - 1], report)
@@ -248,36 +252,29 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
     output (no part file), while the workers take the inputs after it."""
     pending = list(paths)
     running: list[_Running] = []  # in argument order
-    workers = max(1, options.jobs - 1)
+    slots = max(1, options.jobs - 1)
     try:
         while pending or running:
             head = running[0] if running else None
-            if head is None or head.status is None:
+            if head is None or head.worker.running:
                 mine = None if running else pending.pop(0)  # the caller's turn
-                while pending and len([r for r in running if r.status is None]) < workers:
+                while pending and sum(r.worker.running for r in running) < slots:
                     path = pending.pop(0)
                     out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
                     report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
-                    ended, alive = os.pipe()  # EOF on ``ended`` when the worker is gone
-                    pid = os.fork()
-                    if pid == 0:  # never returns
-                        os.close(ended)
-                        _file_worker(path, options, writer, decode_one, out, report_file)
-                    os.close(alive)
-                    running.append(_Running(path, pid, out, report_file, ended))
+                    with workers.held_signals():
+                        worker = workers.fork(lambda path=path, out=out, report_file=report_file:
+                                              _file_worker(path, options, writer, decode_one,
+                                                           out, report_file))
+                        running.append(_Running(path, worker, out, report_file))
                 if mine is not None:
                     yield mine, None
                     continue
                 # sleep until a worker ends (any: its slot takes the next input)
-                waiting = {r.ended: r for r in running if r.status is None}
-                readable, _, _ = select.select(list(waiting), [], [])
-                for fd in readable:
-                    r = waiting[fd]
-                    r.status = os.waitpid(r.pid, 0)[1]
-                    os.close(r.ended)
+                workers.wait_any(r.worker for r in running)
                 continue
             running.pop(0)
-            report = WorkerReport.read(head.report_file, head.status)
+            report = WorkerReport.read(head.report_file, head.worker.status)
             head.report_file.close()
             if report.signal:
                 raise SignalExit(report.signal)
@@ -289,28 +286,20 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             yield head.path, FileResult(head.out, report, report.fatal)
             head.out.close()
     finally:
+        workers.stop(r.worker for r in running)
         for r in running:
-            if r.status is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(r.pid, signal.SIGKILL)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(r.pid, 0)
-                os.close(r.ended)
             r.out.close()
             r.report_file.close()
 
 
 @dataclass
 class _Running:
-    """A file worker: its input, process, output and report files, the read end of a
-    pipe that reaches EOF when it ends, wait status."""
+    """A file worker: its input, process, output and report files."""
 
     path: str
-    pid: int
+    worker: Worker
     out: BinaryIO
     report_file: BinaryIO
-    ended: int
-    status: int | None = None
 
 
 def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
@@ -319,6 +308,7 @@ def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
     """Decode one input into ``out`` (framed to follow nothing), report, exit."""
     report = WorkerReport(started=True)
     try:
+        workers.release()  # (held since the fork)
         gc.freeze()
         one = dataclasses.replace(options, jobs=1, progress=None,
                                   warn=report.warnings.append)

@@ -1,0 +1,56 @@
+"""``interrupting``: a signal during C code that runs long (DuckDB's query) reaches a
+callback on another thread and ends the block as the signal, at a point of our choosing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from ehtool.cli.signals import interrupting
+from ehtool.errors import SignalExit
+
+
+@pytest.mark.parametrize(("signum", "raised"), [
+    (signal.SIGTERM, SignalExit), (signal.SIGHUP, SignalExit), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_calls_back_from_a_thread_and_ends_the_block(signum, raised):
+    called: list[str] = []
+    done = threading.Event()
+
+    def interrupt() -> None:
+        called.append(threading.current_thread().name)
+        done.set()
+
+    before = signal.getsignal(signum)
+    with pytest.raises(raised) as caught, interrupting(interrupt):
+        os.kill(os.getpid(), signum)
+        assert done.wait(10)
+        # the block goes on until it ends by itself: the signal raised nothing meanwhile
+        called.append("after")
+        raise RuntimeError("what the interrupted code raised")
+    assert called == ["ehtool-signals", "after"]
+    if raised is SignalExit:
+        assert caught.value.code == 128 + signum
+    assert signal.getsignal(signum) is before
+    assert signal.set_wakeup_fd(-1) == -1  # none left behind
+
+
+def test_without_a_signal_the_block_is_untouched():
+    with pytest.raises(ValueError, match="mine"), interrupting(lambda: None):
+        raise ValueError("mine")
+    with interrupting(pytest.fail):
+        pass
+    assert threading.active_count() == 1 or all(
+        t.name != "ehtool-signals" for t in threading.enumerate())
+
+
+def test_a_signal_already_ignored_stays_ignored():
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with interrupting(pytest.fail):
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
