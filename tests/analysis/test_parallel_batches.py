@@ -136,6 +136,9 @@ def test_query_input_errors_are_one_line(tmp_path):
     (["query", "-j", "1", "--format", "csv", "select count(*) from events"], "HUP"),
     (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "TERM"),
     (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "INT"),
+    # Ctrl-C in a terminal: SIGINT to the command and its workers together
+    (["query", "-j", "2", "--format", "csv", "select count(*) from events"], "INT group"),
+    (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "INT group"),
 ])
 def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signum):
     import os
@@ -150,7 +153,8 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
     args = [a if a != "OUT" else str(out) for a in argv]
     copies = [str(big)] * 8  # long enough to be stopped while workers run
     proc = subprocess.Popen([sys.executable, "-m", "ehtool", *args, *copies], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     if "1" in argv:  # one process: stopped while it decodes (a fifth of the way)
         time.sleep(1.0)
         assert proc.poll() is None, "finished before the signal"
@@ -159,8 +163,12 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
         while time.monotonic() < deadline and not _children(proc.pid):
             time.sleep(0.05)
         assert _children(proc.pid), "no worker started"
+    signum, _, group = signum.partition(" ")
     sig = getattr(signal, f"SIG{signum}")
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=30)
     finally:  # a hung command must not outlive the test (nor its workers)
