@@ -193,6 +193,20 @@ class EventFile:
         for sample in self.perf.samples(order=self.order):
             yield convert(sample, fields)
 
+    def filtered(self, selection: Any) -> Iterator[Event]:
+        """The events ``selection`` keeps: ``ehtool decode``'s filter options
+        (:class:`ehtool.decode.filters.Selection`: ``bind``, ``prefilter``, ``select``),
+        checked on the samples before they become events."""
+        if self.empty:
+            return
+        selection.bind(self.perf)
+        before = selection.prefilter if selection.needs_prefilter() else None
+        select = selection.select if selection.needs_event() else None
+        convert, fields = self.converter.convert, self.fields
+        for sample in self.perf.samples(order=self.order):
+            if (before is None or before(sample)) and (select is None or select(sample)):
+                yield convert(sample, fields)
+
     def close(self) -> None:
         self.perf.close()
 

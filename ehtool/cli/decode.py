@@ -150,18 +150,15 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
-    if (time_mode != "perf" or fields_key is not None) and out_format in ("text", "parquet"):
-        option = "--time" if time_mode != "perf" else "--fields-key"
-        raise click.UsageError(f"{option} applies to json and jsonl ({out_format} keeps "
+    if fields_key is not None and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--fields-key applies to json and jsonl ({out_format} keeps "
                                "fields and meta apart in its own way)")
+    if time_mode != "perf" and out_format == "parquet":
+        raise click.UsageError("--time applies to json, jsonl and text (Parquet's time "
+                               "column is a timestamp; session_time has the nanoseconds)")
     if fields_key in ("n", "meta"):
         raise click.BadParameter(f"{fields_key!r} is a key of every event",
                                  param_hint="--fields-key")
-    if out_format == "text":
-        with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
-            _text(inputs, output, providers or events or comms or pids or tids or cpus or expr
-                  or since or until or level is not None or keyword is not None)
-        return
     if split_dir is not None and out_format != "parquet":
         raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
     if out_format == "parquet":
@@ -187,6 +184,14 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         if not quiet:
             click.echo(f"ehtool: warning: {message}", err=True)
 
+    if out_format == "text":
+        with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
+            failed = _text(inputs, output, selection if selection.active else None,
+                           time_mode, order, warn)
+        _report_selection(selection, input_format, strict_filter, warn)
+        if failed:
+            sys.exit(EXIT_INPUT)
+        return
     if output is None and sys.stdout is None:
         raise click.UsageError("standard output is closed; write to a file with -o FILE")
     bar = None
@@ -224,6 +229,15 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
+    _report_selection(selection, input_format, strict_filter, warn)
+    if errors:
+        sys.exit(EXIT_INPUT)
+
+
+def _report_selection(selection: Any, input_format: str, strict_filter: bool,
+                      warn: Any) -> None:
+    """After the decode: --since/--until warnings, and the --filter names no event had
+    (an error with --strict-filter)."""
     for message in selection.time_warnings():
         warn(message)
     unknown = selection.unknown_names if input_format == "perf" else []
@@ -234,8 +248,6 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         if strict_filter:
             raise click.UsageError(f"--filter: {which} has {names}")
         warn(f"--filter: {which} has {names} (comparisons with it are false)")
-    if errors:
-        sys.exit(EXIT_INPUT)
 
 
 def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
@@ -328,24 +340,31 @@ def _same_terminal(output: str | None) -> bool:
         return False
 
 
-def _text(inputs: tuple[str, ...], output: str | None, filtered: Any) -> None:
-    """``--format text``: a line per event from the typed layer."""
+def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode: str,
+          order: str, warn: Any) -> bool:
+    """``--format text``: a line per event from the typed layer, the filters applied as
+    for JSON; True when an input failed (its error is on stderr)."""
     from ehtool.decode.atomic import atomic_output
-    from ehtool.errors import EXIT_INPUT, EhtoolError
+    from ehtool.errors import EhtoolError
     from ehtool.events import open as open_events
-    from ehtool.render.text import event_line
+    from ehtool.render.text import event_line, time_texts
 
-    if filtered:
-        raise click.UsageError("filters apply to json and jsonl; grep the text lines")
     failed = False
     with atomic_output(output or "-") as out:
         for path in inputs:
             try:
-                with open_events(path) as events:
-                    for ev in events:
-                        out.write(event_line(ev).encode("utf-8", "surrogateescape") + b"\n")
+                with open_events(path, order=order) as events:
+                    clock = events.perf.session.clock
+                    if time_mode == "iso" and not clock.utc_known:
+                        warn(f"{path}: no clock data (record with perf record -k "
+                             "CLOCK_REALTIME or -k monotonic): times are seconds of the "
+                             "session clock")
+                    shown = events if selection is None else events.filtered(selection)
+                    when = time_texts(time_mode, clock)
+                    for ev in shown:
+                        line = event_line(ev, when)
+                        out.write(line.encode("utf-8", "surrogateescape") + b"\n")
             except EhtoolError as exc:
                 click.echo(f"ehtool: error: {exc}", err=True)
                 failed = True
-    if failed:
-        raise SystemExit(EXIT_INPUT)
+    return failed

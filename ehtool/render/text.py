@@ -4,7 +4,8 @@
     perf 30907/30907 [000] 2026-11-22T11:10:03.057260000Z sched:sched_wakeup: \
         comm=migration/0 pid=18 prio=0 target_cpu=0       (one line)
 
-comm pid/tid [cpu] time (UTC with clock data, else seconds of the session clock), the
+comm pid/tid [cpu] time (UTC with clock data, else seconds of the session clock; or as
+``--time`` says), the
 event's name, then ``field=value`` pairs (strings as they are when they have no space or
 quote, else JSON-quoted; structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader events add
 ``level=`` and ``keyword=`` (and ``opcode=``, ``activity=`` when set) after the name.
@@ -13,8 +14,10 @@ quote, else JSON-quoted; structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader e
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from ehtool.render.times import TimeFormat
 from ehtool.values.times import format_utc_seconds
 
 
@@ -45,13 +48,24 @@ def _time(ev: Any) -> str:
     return f"{sec}.{ns:09d}"
 
 
-def event_line(ev: Any) -> str:
-    """One typed event (``ehtool.events.Event``) as a line (no newline)."""
+def time_texts(mode: str, clock: Any) -> Callable[[Any], str]:
+    """How a line shows its event's time for ``--time MODE`` (``ehtool.render.times``):
+    perf and iso as above, ns as integer nanoseconds, rel and delta as seconds since the
+    first or the previous event shown. ``clock``: the file's SessionClock."""
+    if mode in ("perf", "iso"):
+        return _time
+    fmt = TimeFormat(mode, clock)
+    return lambda ev: "-" if ev.time is None else fmt.json(ev.time).decode()
+
+
+def event_line(ev: Any, when: Callable[[Any], str] = _time) -> str:
+    """One typed event (``ehtool.events.Event``) as a line (no newline); ``when`` shows
+    its time (see :func:`time_texts`)."""
     meta = ev.meta
     cpu = meta.get("cpu")
     head = (f"{meta.get('comm') or '-'} {meta.get('pid')}/{meta.get('tid')} "
             f"[{cpu:03d}] " if cpu is not None else f"{meta.get('comm') or '-'} ")
-    parts = [f"{head}{_time(ev)} {ev.name}:"]
+    parts = [f"{head}{when(ev)} {ev.name}:"]
     if ev.eventheader:
         parts.append(f"level={meta['level']} keyword={meta['keyword']:#x}")
         if meta.get("opcode"):

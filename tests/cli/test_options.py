@@ -14,7 +14,8 @@ EH = "examples/eventheader.data"
 
 @pytest.mark.parametrize(("args", "says"), [
     (["decode", "--pretty", "--format", "jsonl", SCHED], "--pretty"),
-    (["decode", "--time", "ns", "--format", "text", SCHED], "--time"),
+    (["decode", "--time", "ns", "--format", "parquet", "-o", "/dev/null", SCHED], "--time"),
+    (["decode", "--fields-key", "f", "--format", "text", SCHED], "--fields-key"),
     (["decode", "--fields-key", "f", "--format", "parquet", "-o", "/dev/null", SCHED],
      "--fields-key"),
     (["decode", "--fields-key", "meta", SCHED], "--fields-key"),
@@ -25,7 +26,8 @@ EH = "examples/eventheader.data"
     (["decode", "--keyword", "zz", SCHED], "zz"),
     (["decode", "--time", "iso8601", SCHED], "--time"),
     (["decode", "--strict-filter", "--filter", "nosuchfield > 3", SCHED], "nosuchfield"),
-    (["decode", "--filter", "level < 3", "--format", "text", SCHED], "filters"),
+    (["decode", "--strict-filter", "--filter", "nosuchfield > 3", "--format", "text", SCHED],
+     "nosuchfield"),
     (["write", "--decode", "P", "E"], "--dry-run"),
     (["write", "--batch", "P", "E"], "--batch"),
     (["write", "--dry-run", "--level", "loud", "P", "E"], "loud"),

@@ -132,3 +132,34 @@ def test_text_format_is_one_line_per_event():
                              "elapsed=0.0125")
     assert lines[4].endswith("sched:sched_switch: prev_comm=perf prev_pid=30907 prev_prio=120 "
                              "prev_state=2 next_comm=migration/0 next_pid=18 next_prio=0")
+
+
+@pytest.mark.parametrize("args", [
+    ["--filter", "prev_pid > 0 && next_comm ~ \"mig*\""],
+    ["--cpu", "1", "--time", "rel"],
+    ["--since", "0.1", "--until", "0.2", "--time", "delta"],
+    ["--provider", "MyProvider", "--time", "ns"],
+    ["--filter", "level <= 4 || prev_state == 1", "--sort", "file"],
+])
+def test_text_lines_are_the_json_events_with_the_same_filters_and_times(args):
+    """--format text keeps the events JSON Lines keeps, in its order, with its times."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "eventheader.data"), str(repo / "examples" / "sched.data")]
+
+    def run(*extra: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", *extra, *args, *paths],
+                              capture_output=True, text=True, check=True)
+        return done.stdout.splitlines()
+
+    events = [json.loads(line) for line in run("--format", "jsonl")]
+    lines = run("--format", "text")
+    assert events and len(lines) == len(events) < 38
+    for line, ev in zip(lines, events, strict=True):
+        match = re.match(rf"\S+ \S+ \[\d+\] (\S+) {re.escape(ev['n'])}:( |$)", line)
+        assert match, (line, ev)
+        when = ev["meta"]["time"]
+        assert (match[1] if isinstance(when, str) else json.loads(match[1])) == when

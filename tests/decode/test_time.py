@@ -81,7 +81,15 @@ def test_iso_warns_for_a_file_without_clock_data():
     assert decode(SCHED, "--time", "iso").stderr == ""
 
 
-@pytest.mark.parametrize("fmt", ["text", "parquet"])
-def test_time_is_refused_where_it_has_no_meaning(fmt):
-    run = decode(SCHED, "--time", "ns", "--format", fmt)
+def test_time_is_refused_where_it_has_no_meaning():
+    run = decode(SCHED, "--time", "ns", "--format", "parquet", "-o", "/dev/null")
     assert run.returncode == 2 and "--time" in run.stderr
+
+
+def test_text_lines_take_the_time_modes_too():
+    assert "no clock data" in decode(NO_CLOCK, "--time", "iso", "--format", "text").stderr
+    first = [decode(SCHED, "--time", mode, "--format", "text").stdout.splitlines()[0].split()[3]
+             for mode in ("perf", "ns", "rel", "delta")]
+    assert first[0].startswith("2026-11-22T") and first[0].endswith("Z")
+    assert first[1].isdigit() and len(first[1]) == 19
+    assert first[2] == first[3] == "0.000000000"
