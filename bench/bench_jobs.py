@@ -63,7 +63,10 @@ def main() -> None:
     loops: list[float] = []
     for _ in range(args.repeat):
         for jobs in walls:
-            walls[jobs].append(run([*base, "-j", jobs]).wall)
+            done = run([*base, "-j", jobs])
+            if done.status:
+                raise SystemExit(f"ehtool decode -j {jobs} failed (exit {done.status})")
+            walls[jobs].append(done.wall)
         alone, pair = loop_scaling()
         loops.append(pair / alone)
     one, two = (statistics.median(walls[j]) for j in ("1", "2"))
@@ -75,6 +78,8 @@ def main() -> None:
           f"(best runs {best:.2f})")
     print(f"  a CPU-bound loop: two side by side take {pair:.2f}x the time of one, so two "
           f"processes can at best reach {pair / 2:.2f}x of one here")
+    if args.keep is None:
+        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 A worker is forked with the terminating signals held (:func:`held_signals`): a Python
 handler that raised inside ``os.fork``'s at-fork callbacks would be lost there, and
-could leave logging's module lock held for the next fork. The child starts with them
-still held and calls :func:`release` inside its own ``try``, so whatever a signal
-raises there is its to report. A pipe tells the parent when a worker is gone: its
-read end reaches EOF when the worker exits, however it exits.
+could leave logging's module lock held for the next fork; the parent raises it once the
+worker is recorded. The child starts with them still held and calls :func:`release`
+inside its own ``try``, so whatever a signal raises there is its to report. A pipe
+tells the parent when a worker is gone: its read end reaches EOF when the worker exits,
+however it exits.
 """
 
 from __future__ import annotations
@@ -14,11 +15,26 @@ import contextlib
 import os
 import select
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 #: the signals held while a process forks (SIGINT from a terminal reaches the workers too)
 HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+#: per held_signals() block, innermost last: the signal mask and the Python handlers
+#: before it (a worker forked inside restores them with release())
+_before: list[tuple[set[int], dict[int, Any]]] = []
+#: the owner of the workers reaps them while another thread may kill them (Source.stop)
+_reaping = threading.Lock()
+
+
+def ahead(jobs: int) -> int:
+    """How many parts may be started or done but not yet handed on, behind the one being
+    written: enough to keep ``jobs`` processes busy past a slow part, few enough that
+    their temporary files (and descriptors) stay bounded."""
+    return 4 * jobs
 
 
 @dataclass
@@ -37,18 +53,42 @@ class Worker:
 
 @contextlib.contextmanager
 def held_signals() -> Iterator[None]:
-    """Hold :data:`HELD` in this thread inside the block; one that arrives meanwhile is
-    delivered (its handler runs) when the block ends."""
+    """Hold :data:`HELD` inside the block, and raise one that came meanwhile at its end.
+
+    The signals are blocked in this thread, and (in the main thread) their Python
+    handlers only note them: a signal may reach another thread (pyarrow and DuckDB
+    start some), and Python then runs the handler in the main thread wherever it is,
+    at-fork callbacks included. At the end the handlers are restored, and a noted
+    signal is handed to its handler there, raising what it raises.
+    """
+    noted: list[int] = []
+    handlers: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in HELD:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                handlers[sig] = handler
+                signal.signal(sig, lambda signum, frame: noted.append(signum))
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    _before.append((mask, handlers))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        _before.pop()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending one is noted here
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if noted:
+            handlers[noted[0]](noted[0], None)
 
 
 def release() -> None:
-    """In a worker: let the signals held since the fork in (call it inside a ``try``)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+    """In a worker: the signal mask and handlers its parent had before
+    :func:`held_signals` (call it inside a ``try``: a pending signal acts here)."""
+    mask, handlers = _before[-1] if _before else (set(), {})
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def default_signals() -> None:
@@ -79,8 +119,10 @@ def wait_any(workers: Iterable[Worker]) -> None:
     waiting = {w.ended: w for w in workers if w.running}
     if not waiting:
         return
-    readable, _, _ = select.select(list(waiting), [], [])
-    for fd in readable:
+    poll = select.poll()
+    for fd in waiting:
+        poll.register(fd, select.POLLIN)
+    for fd, _ in poll.poll():
         _reap(waiting[fd])
 
 
@@ -94,17 +136,19 @@ def stop(workers: Iterable[Worker]) -> None:
 
 
 def _reap(w: Worker) -> None:
-    try:
-        w.status = os.waitpid(w.pid, 0)[1]
-    except ChildProcessError:  # reaped elsewhere: it is gone all the same
-        w.status = -1
+    with _reaping:  # no kill() between the wait and the status (the pid may be reused)
+        try:
+            w.status = os.waitpid(w.pid, 0)[1]
+        except ChildProcessError:  # reaped elsewhere: it is gone all the same
+            w.status = -1
     os.close(w.ended)
 
 
 def kill(workers: Iterable[Worker]) -> None:
     """Kill the running workers of ``workers`` without reaping them (from another
     thread than their owner's, which reaps them)."""
-    for w in list(workers):
-        if w.running:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(w.pid, signal.SIGKILL)
+    with _reaping:
+        for w in list(workers):
+            if w.running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(w.pid, signal.SIGKILL)

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -84,27 +85,51 @@ def _size(path: str) -> int:
         return 0
 
 
+class _Crew:
+    """The parts being decoded by workers, which another thread may stop (:meth:`stop`):
+    no worker starts after it, and those started are killed."""
+
+    def __init__(self) -> None:
+        self.running: list[_Part] = []
+        self.stopped = False
+        self.lock = threading.Lock()
+
+    def check(self) -> None:
+        if self.stopped:
+            raise EhtoolError("stopped")
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            workers.kill(p.worker for p in self.running if p.worker is not None)
+
+
 def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
-            running: list[_Part] | None = None) -> Iterator[Any]:
+            crew: _Crew | None = None) -> Iterator[Any]:
     """:func:`ehtool.analysis.arrow.record_batches` of ``paths`` on up to ``jobs``
     processes (one when ``jobs`` is 1, a path is ``-``, or there is one part).
-    ``running``, if given, is the list of parts being decoded (for :class:`Source`)."""
+    ``crew``: how another thread stops them (:class:`Source`)."""
+    crew = crew or _Crew()
     todo = parts(paths, jobs) if jobs > 1 and "-" not in paths else []
     if len(todo) < 2:
-        yield from record_batches(paths, columns)
+        for batch in record_batches(paths, columns):
+            crew.check()
+            yield batch
         return
     pa = require("pyarrow")
     _preload()
-    running = [] if running is None else running
+    running = crew.running
     problems: list[str] = []
     seen: set[str] = set()
     try:
         while todo or running:
-            while todo and sum(p.worker.running for p in running) < jobs:
-                _start(todo.pop(0), columns, running)
+            while (todo and sum(p.worker.running for p in running) < jobs
+                   and len(running) < workers.ahead(jobs)):
+                _start(todo.pop(0), columns, crew)
             head = running[0]
             if head.worker.running:
                 workers.wait_any(p.worker for p in running)
+                crew.check()
                 continue
             running.pop(0)
             report = _read_report(head)
@@ -148,13 +173,14 @@ def _preload() -> None:
     load()
 
 
-def _start(p: _Part, columns: list[str] | None, running: list[_Part]) -> None:
-    """Fork the worker of ``p`` and add it to ``running``."""
+def _start(p: _Part, columns: list[str] | None, crew: _Crew) -> None:
+    """Fork the worker of ``p`` and add it to the crew's running parts."""
     p.out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
     p.report = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
-    with workers.held_signals():
+    with crew.lock, workers.held_signals():
+        crew.check()
         p.worker = workers.fork(lambda: _worker(p, columns))
-        running.append(p)
+        crew.running.append(p)
 
 
 def _worker(p: _Part, columns: list[str] | None) -> None:
@@ -209,25 +235,23 @@ class Source:
 
     def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
         self.schema = schema(columns)
-        self.running: list[_Part] = []
-        self.batches = batches(paths, columns, jobs, self.running)
+        self.crew = _Crew()
+        self.batches = batches(paths, columns, jobs, self.crew)
         self.error: BaseException | None = None
-        self.stopped = False
 
     def __iter__(self) -> Iterator[Any]:
         try:
-            for batch in self.batches:
-                if self.stopped:
-                    raise EhtoolError("stopped")
-                yield batch
+            self.crew.check()
+            yield from self.batches
         except BaseException as exc:
             self.error = exc
+            self.batches.close()  # its workers are reaped, its files closed
             raise
 
     def stop(self) -> None:
-        """End the batches early: the workers are killed and the next batch raises."""
-        self.stopped = True
-        workers.kill(p.worker for p in list(self.running) if p.worker is not None)
+        """End the batches early, from any thread: no worker starts, those running are
+        killed, and the consumer's next batch raises."""
+        self.crew.stop()
 
     def reader(self) -> Any:
         """A ``pyarrow.RecordBatchReader`` over the batches."""

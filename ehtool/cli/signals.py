@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import FrameType
+from typing import Any
 
 from ehtool.cli import importing as _importing
 from ehtool.errors import SignalExit
@@ -93,27 +94,31 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
             if stop_r in readable:
                 return
 
-    old = {sig: signal.getsignal(sig) for sig in signals
-           if signal.getsignal(sig) is not signal.SIG_IGN}
-    for sig in old:
-        signal.signal(sig, lambda signum, frame: None)
+    # the wakeup fd before the handlers and after them: no signal falls in between
     old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    old: dict[int, Any] = {}
     watcher = threading.Thread(target=watch, name="ehtool-signals", daemon=True)
-    watcher.start()
     error: BaseException | None = None
     try:
+        watcher.start()
+        for sig in signals:
+            handler = signal.getsignal(sig)
+            if handler is not signal.SIG_IGN:
+                old[sig] = handler
+                signal.signal(sig, _noted)
         yield
     except BaseException as exc:  # noqa: BLE001 - raised below unless a signal came
         error = exc
     finally:
-        os.write(stop_w, b"x")
-        watcher.join()
-        os.set_blocking(wake_r, False)
-        with suppress(BlockingIOError):
-            note(os.read(wake_r, 64))  # one that came as the watcher stopped
-        signal.set_wakeup_fd(old_fd)
+        if watcher.is_alive():
+            os.write(stop_w, b"x")
+            watcher.join()
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        signal.set_wakeup_fd(old_fd)
+        os.set_blocking(wake_r, False)
+        with suppress(BlockingIOError):
+            note(os.read(wake_r, 64))  # one that came after the watcher stopped
         for fd in (wake_r, wake_w, stop_r, stop_w):
             os.close(fd)
     if got:
@@ -122,3 +127,7 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
         raise SignalExit(got[0]) from None
     if error is not None:
         raise error
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """A handler that leaves the signal to ``set_wakeup_fd``'s pipe."""

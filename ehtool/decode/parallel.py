@@ -99,21 +99,19 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
     with contextlib.ExitStack() as stack:
         outs = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
         reports = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
-        with workers.held_signals():
-            pid = os.fork()
-            if pid == 0:  # never returns
-                _worker(f, fmt, options, writer, outs, reports, targets, 1)
-            with contextlib.suppress(OSError):
-                os.setpgid(pid, pid)  # (the worker does the same): the chain is one group
-        status = None
+        pid = status = 0
         try:
+            with workers.held_signals():  # a signal meanwhile is raised once pid is set
+                pid = _fork_chain(f, fmt, options, writer, outs, reports, targets)
             f.stop_at_split(targets[0])
             yield from format_batches(f, fmt, options, writer.separator)
         except BaseException:  # a fatal input error, a signal: the other parts are not wanted
-            _kill_group(pid)
+            if pid:
+                _kill_group(pid)
             raise
         finally:
-            status = os.waitpid(pid, 0)[1]
+            if pid:
+                status = os.waitpid(pid, 0)[1]
         for out, report_file in zip(outs, reports, strict=True):
             report = WorkerReport.read(report_file, status)
             if report.signal:
@@ -129,6 +127,21 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             _replay(report, options, problems)
             if report.fatal:
                 raise InputError(report.fatal)
+
+
+def _fork_chain(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
+                writer: EventsWriter, outs: list[BinaryIO], reports: list[BinaryIO],
+                targets: list[int]) -> int:
+    """Fork the first worker of the chain, in a process group of its own; its pid."""
+    pid = os.fork()
+    if pid == 0:  # never returns
+        try:
+            _worker(f, fmt, options, writer, outs, reports, targets, 1)
+        finally:
+            os._exit(1)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # (the worker does the same): the chain is one group
+    return pid
 
 
 def _replay(report: WorkerReport, options: DecodeOptions, problems: list[InputError]) -> None:
@@ -209,8 +222,11 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
             if index < len(targets):
                 with workers.held_signals():
                     child = os.fork()
-                    if child == 0:
-                        _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
+                    if child == 0:  # never returns
+                        try:
+                            _worker(f, fmt, options, writer, outs, reports, targets, index + 1)
+                        finally:
+                            os._exit(1)
                 f.stop_at_split(targets[index])
             _write_part(format_batches(f, fmt, options, writer.separator), writer,
                         outs[index - 1], report)
@@ -258,7 +274,8 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             head = running[0] if running else None
             if head is None or head.worker.running:
                 mine = None if running else pending.pop(0)  # the caller's turn
-                while pending and sum(r.worker.running for r in running) < slots:
+                while (pending and sum(r.worker.running for r in running) < slots
+                       and len(running) < workers.ahead(slots)):
                     path = pending.pop(0)
                     out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
                     report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read

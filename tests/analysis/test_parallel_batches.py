@@ -134,6 +134,9 @@ def test_query_input_errors_are_one_line(tmp_path):
     (["query", "-j", "2", "--format", "csv", "select count(*) from events"], "TERM"),
     (["query", "-j", "2", "--format", "csv", "select count(*) from events"], "INT"),
     (["query", "-j", "1", "--format", "csv", "select count(*) from events"], "HUP"),
+    # minutes inside DuckDB, no Python in between: only an interrupt stops it
+    (["query", "-j", "1", "--format", "csv", "select sum(r.range % 7) from "
+      "(select cpu from events limit 1) e, range(300000000000) r"], "TERM"),
     (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "TERM"),
     (["decode", "--format", "parquet", "-j", "2", "-o", "OUT"], "INT"),
     # Ctrl-C in a terminal: SIGINT to the command and its workers together
@@ -151,7 +154,7 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
     out = tmp_path / "out.parquet"
     out.write_bytes(b"before")
     args = [a if a != "OUT" else str(out) for a in argv]
-    copies = [str(big)] * 8  # long enough to be stopped while workers run
+    copies = [str(big)] * 48  # many seconds: the signal must end it long before that
     proc = subprocess.Popen([sys.executable, "-m", "ehtool", *args, *copies], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -169,8 +172,10 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
         os.killpg(proc.pid, sig)
     else:
         proc.send_signal(sig)
+    sent = time.monotonic()
     try:
         _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
     finally:  # a hung command must not outlive the test (nor its workers)
         if proc.poll() is None:
             proc.kill()
@@ -178,6 +183,7 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
             for pid in _running_with(str(big)):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 128 + sig, err
+    assert took < 5, f"the signal was acted on after {took:.1f} s"
     assert "Traceback" not in err and "internal error" not in err
     assert out.read_bytes() == b"before" and [p.name for p in tmp_path.iterdir()] == [
         "out.parquet"]
@@ -201,11 +207,21 @@ def _running_with(arg: str) -> list[int]:
 
 
 def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (DuckDB's threads fork query's workers)."""
+    import os
+
+    found = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return found
 
 
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
@@ -231,3 +247,28 @@ def test_a_worker_that_cannot_write_its_part_leaves_the_file_alone(big, tmp_path
     assert done.stderr.startswith("ehtool: error: cannot write output: File too large")
     assert done.stderr.count("\n") == 1
     assert out.read_bytes() == b"before" and [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_source_stop_ends_the_batches_at_once_and_leaves_no_worker(big, when):
+    """Source.stop() (from the signal watcher's thread in ``ehtool query``) starts no
+    worker after it, kills those running, and the next batch raises."""
+    import os
+    import time
+
+    from ehtool.analysis.parallel import Source
+    from ehtool.errors import EhtoolError
+
+    pytest.importorskip("pyarrow")
+    source = Source([str(big)] * 48, ["cpu"], 2)
+    batches = iter(source)
+    if when == "during":
+        next(batches)
+        assert _children(os.getpid()), "no worker started"
+    started = time.monotonic()
+    source.stop()
+    with pytest.raises(EhtoolError, match="stopped"):
+        for _ in batches:
+            pass
+    assert time.monotonic() - started < 3
+    assert not _children(os.getpid())
