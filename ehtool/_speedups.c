@@ -2287,7 +2287,7 @@ static PyTypeObject FormatterType = {
  *   where its top-level ops ``marks`` (op indices, ascending) start; None for tracefs.
  * slots: the value of each name of the expression, (found, source, ...):
  *   (found, SRC_MISSING, None) | (found, SRC_CONST, value) | (found, SRC_SAMPLE, index)
- *   | (found, SRC_FIELD, mark, read) | (found, SRC_RECORD, offset, size, element size,
+ *   | (found, SRC_FIELD, mark, read: RD_*) | (found, SRC_RECORD, offset, size, element size,
  *   signed, big endian); ``found``: the name's byte in the Filter's ``found``, set
  *   when the value is present in an event decided here.
  * nodes: (N_OR|N_AND, a, b) | (N_NOT, a) | (N_CMP, slot, op, value) | (N_NAME, slot),
@@ -2296,7 +2296,7 @@ static PyTypeObject FormatterType = {
  * The comparisons are Python's (PyObject_RichCompare); a missing value is false; text
  * that compares as a number (``"0x..."``) is left to Python. */
 enum { SRC_MISSING = 0, SRC_CONST = 1, SRC_SAMPLE = 2, SRC_FIELD = 3, SRC_RECORD = 4 };
-enum { RD_FIXED = 0, RD_UTF8 = 1, RD_LATIN1 = 2 };
+enum { RD_FIXED = 0, RD_UTF8 = 1, RD_LATIN1 = 2, RD_ARRAY = 3 };
 enum { N_OR = 0, N_AND = 1, N_NOT = 2, N_CMP = 3, N_NAME = 4 };
 enum { CMP_BITS = 6 };
 #define PROGRAM_SLOTS 32
@@ -2393,30 +2393,12 @@ eval_node(const ProgramObject *g, PyObject *const *values, Py_ssize_t i)
     }
 }
 
-/* A top-level EventHeader field at p (the walk checked the event): its typed value
+/* A fixed-size value at q (op: its OP_FIXED) as the typed decoder has it
  * (ehtool.eventheader.kinds) for the kinds the Program reads, else FAIL_DEFER. */
 static int
-read_field(const Slot *s, const Op *op, Py_ssize_t p, const unsigned char *data,
-           Py_ssize_t len, int little, PyObject **out)
+read_fixed(const Op *op, const unsigned char *q, int little, PyObject **out)
 {
-    if (s->read != RD_FIXED) {
-        Ctx c;
-        Py_ssize_t start, n, next;
-        c.data = data;
-        c.len = len;
-        c.p = p;
-        c.little = little;
-        if (op->op != OP_STR || op->size != 1 || string_bounds(&c, op, &start, &n, &next) != OK)
-            return FAIL_DEFER;
-        const char *q = (const char *)data + start;
-        *out = s->read == RD_UTF8 ? PyUnicode_DecodeUTF8(q, n, "replace")
-                                  : PyUnicode_DecodeLatin1(q, n, NULL);
-        return *out == NULL ? FAIL_PY : OK;
-    }
     int size = op->size;
-    if (op->op != OP_FIXED || size > 8 || p < 0 || p + size > len)
-        return FAIL_DEFER;
-    const unsigned char *q = data + p;
     uint64_t v = read_uint(q, size, little);
     switch (op->kind) {
     case FX_UNSIGNED:
@@ -2457,6 +2439,66 @@ read_field(const Slot *s, const Op *op, Py_ssize_t p, const unsigned char *data,
         return FAIL_DEFER;
     }
     return *out == NULL ? FAIL_PY : OK;
+}
+
+/* An array of fixed-size values at p (op: its OP_ARRAY): the list of their values. */
+static int
+read_array(const Op *op, Py_ssize_t p, const unsigned char *data, Py_ssize_t len, int little,
+           PyObject **out)
+{
+    const Op *element = op + 1;
+    if (op->op != OP_ARRAY || op->body != 1 || element->op != OP_FIXED || element->size > 8)
+        return FAIL_DEFER;
+    Py_ssize_t count = op->count;
+    if (count == 0) { /* the u16 count before the elements */
+        if (p + 2 > len)
+            return FAIL_DEFER;
+        count = (Py_ssize_t)read_uint(data + p, 2, little);
+        p += 2;
+    }
+    if (p + count * element->size > len)
+        return FAIL_DEFER;
+    PyObject *list = PyList_New(count);
+    if (list == NULL)
+        return FAIL_PY;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item;
+        int rc = read_fixed(element, data + p + i * element->size, little, &item);
+        if (rc != OK) {
+            Py_DECREF(list);
+            return rc;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    *out = list;
+    return OK;
+}
+
+/* A top-level EventHeader field at p (the walk checked the event): its typed value
+ * for the reads the Program knows, else FAIL_DEFER. */
+static int
+read_field(const Slot *s, const Op *op, Py_ssize_t p, const unsigned char *data,
+           Py_ssize_t len, int little, PyObject **out)
+{
+    if (s->read == RD_UTF8 || s->read == RD_LATIN1) {
+        Ctx c;
+        Py_ssize_t start, n, next;
+        c.data = data;
+        c.len = len;
+        c.p = p;
+        c.little = little;
+        if (op->op != OP_STR || op->size != 1 || string_bounds(&c, op, &start, &n, &next) != OK)
+            return FAIL_DEFER;
+        const char *q = (const char *)data + start;
+        *out = s->read == RD_UTF8 ? PyUnicode_DecodeUTF8(q, n, "replace")
+                                  : PyUnicode_DecodeLatin1(q, n, NULL);
+        return *out == NULL ? FAIL_PY : OK;
+    }
+    if (s->read == RD_ARRAY)
+        return p < 0 ? FAIL_DEFER : read_array(op, p, data, len, little, out);
+    if (op->op != OP_FIXED || op->size > 8 || p < 0 || p + op->size > len)
+        return FAIL_DEFER;
+    return read_fixed(op, data + p, little, out);
 }
 
 /* A tracefs scalar integer as formats.values.field_value reads it (None when the record
@@ -2574,7 +2616,7 @@ slot_from_tuple(Slot *s, PyObject *t)
             goto bad;
         s->arg = INT_AT(2);
         s->read = INT_AT(3);
-        if (s->read < RD_FIXED || s->read > RD_LATIN1)
+        if (s->read < RD_FIXED || s->read > RD_ARRAY)
             goto bad;
         break;
     case SRC_RECORD:
@@ -3058,7 +3100,7 @@ PyInit__speedups(void)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
     EXPORT(SRC_MISSING) EXPORT(SRC_CONST) EXPORT(SRC_SAMPLE) EXPORT(SRC_FIELD) EXPORT(SRC_RECORD)
-    EXPORT(RD_FIXED) EXPORT(RD_UTF8) EXPORT(RD_LATIN1)
+    EXPORT(RD_FIXED) EXPORT(RD_UTF8) EXPORT(RD_LATIN1) EXPORT(RD_ARRAY)
     EXPORT(N_OR) EXPORT(N_AND) EXPORT(N_NOT) EXPORT(N_CMP) EXPORT(N_NAME) EXPORT(CMP_BITS)
 #undef EXPORT
     return m;
