@@ -1,0 +1,176 @@
+"""The C loop of Selection.filter_batch (``_speedups.Filter`` running the Programs of
+``ehtool.decode.native``) keeps exactly the samples the Python path keeps, and finds
+the same names, on every event of real recordings, malformed ones too."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from golden import golden_path
+from impl import require_speedups
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: every operator, missing names, hex strings, strings against ints, floats, bools,
+#: meta names, n/provider/event, tags, names through structs, comm and globs
+EXPRESSIONS = [
+    "a1 > 3", "a1 != 3", "a1", "!a1", "a1 == 100", "level <= 3", "meta.level <= 3",
+    "prev_pid > 3", "prev_pid >= 0x10 && next_prio < 130", "prev_state & 1", "prev_comm",
+    "prev_comm == \"swapper/0\"", "next_comm ~ \"s*\"", "prev_prio == \"0x78\"",
+    "Field2 == 0x1", "Field2 == \"0x1\"", "Field2 != \"x\"", "Field2 < \"a\"",
+    "Field2 & 0x3", "Field2 & \"0x2\"", "Field2", "Field3 >= 1.5", "Field3 < 2",
+    "enabled == true", "enabled == 1", "enabled != false", "enabled & 1",
+    "f32 > 0.5", "f64 <= -1e300", "i8 < 0", "u64 > 0xffffffff", "s == \"abc\"",
+    "s ~ \"a*\"", "s", "s == 3", "s > 3", "hex32 == 0x950", "hex32 > 0x10",
+    "errno == 2", "errno < 0", "port == 80", "pid == 2004", "meta.pid == 2004",
+    "cpu == 16 && level == 5", "time > 0 && meta.time > 0", "tid != 0",
+    "n == \"TestProviderC:Default\"", "n ~ \"*Cpp*\" || opcode", "provider == \"sched\"",
+    "event ~ \"*Value*\" && keyword & 0x1", "meta.provider == \"TestProviderC\"",
+    "meta.event == \"ai8\"", "id || version", "tag", "options", "flags & 0x1",
+    "activity", "relatedActivity ~ \"*\"", "meta.activity", "comm ~ \"k*\"",
+    "meta.comm ~ \"e*\"", "a.b == 1", "no_such_name > 1", "no_such_name != 1",
+    "!(no_such_name == 1)", "meta.no_such", "meta", "raw", "V8;tag=0x1 >= 0",
+    "level <= 3 && (a1 > 3 || !(cpu == 1))", "null_field == null", "x == false",
+]
+
+
+def _recording(name: str, tmp_path_factory) -> str:
+    if name == "golden":
+        return str(golden_path("linuxtracepoints/perf.data"))
+    if name == "mutated":
+        return _mutated(tmp_path_factory)
+    return str(ROOT / name)
+
+
+_MUTATED: dict[str, str] = {}
+
+
+def _mutated(tmp_path_factory) -> str:
+    """The reference recording with a byte changed in 200 EventHeader samples (some
+    become malformed, some change values, names or levels)."""
+    if "path" in _MUTATED:
+        return _MUTATED["path"]
+    from ehtool.perfdata import PerfDataFile
+
+    src = golden_path("linuxtracepoints/perf.data")
+    data = bytearray(src.read_bytes())
+    with PerfDataFile.open(str(src)) as f:
+        spots = [(s.offset, len(s.raw), s.desc.format.eventheader_offset)
+                 for s in f.samples("file")
+                 if getattr(s.desc.format, "eventheader_offset", None) is not None]
+    rng = random.Random(11)
+    for offset, raw_len, eh_offset in rng.sample(spots, 200):
+        end = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
+        at = rng.randrange(end - raw_len + eh_offset, end)
+        data[at] = rng.randrange(256)
+    path = tmp_path_factory.mktemp("native") / "mutated.data"
+    path.write_bytes(bytes(data))
+    _MUTATED["path"] = str(path)
+    return str(path)
+
+
+def _compare(path: str, **options) -> tuple[int, int]:
+    """Keep/drop of every sample and the names found, C loop against Python; returns
+    (samples, samples the C Programs decided)."""
+    from ehtool import speedups
+    from ehtool.decode.filters import Selection
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.records import Sample
+
+    require_speedups()
+    fast, slow = Selection(**options), Selection(**options)
+    asked = [0]
+    total = 0
+    with PerfDataFile.open(path, on_error=lambda err: None) as f:
+        fast.bind(f)
+        slow.bind(f)
+        if fast._native is None:  # checks on the sample alone: Python's
+            assert fast.needs_prefilter()
+            return 0, 0
+        slow._native = None  # the Python path
+
+        def select(sample):
+            asked[0] += 1
+            return fast.select(sample)
+        fast._native = speedups.load().Filter({}, fast._native_entry, select, fast._found,
+                                              Sample)
+        for batch in f.batches("file", nonsample=False):
+            total += len(batch)
+            want = [s.offset for s in slow.filter_batch(batch)]
+            got = [s.offset for s in fast.filter_batch(batch)]
+            assert got == want, options
+    assert fast.seen == slow.seen and fast.unknown_names == slow.unknown_names, options
+    return total, total - asked[0]
+
+
+PATHS = ["golden", "mutated", "examples/eventheader.data", "examples/sched.data"]
+#: (its three events each bring a new metadata, which Python decides: no C decision)
+FEW = "examples/eventheader.data"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_c_decisions_are_the_python_ones(path, tmp_path_factory):
+    decided = 0
+    for text in EXPRESSIONS:
+        total, in_c = _compare(_recording(path, tmp_path_factory), expr=text)
+        decided += in_c
+    # (the C Programs decide most events of most expressions)
+    assert decided >= (0 if path == FEW else total * 10), decided
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("options", [
+    {"providers": ("TestProviderC",)}, {"providers": ("sched", "*Cpp")},
+    {"events": ("*Value*",)}, {"level": 3}, {"keyword": 0x1},
+    {"providers": ("TestProviderC",), "expr": "a1 > 3 || Field2"},
+    {"level": 4, "expr": "prev_pid > 3 || n ~ \"*8\""},
+])
+def test_c_identity_decisions_are_the_python_ones(path, options, tmp_path_factory):
+    total, in_c = _compare(_recording(path, tmp_path_factory), **options)
+    assert in_c > (-1 if path == FEW else total // 2)
+
+
+def _names(path: str) -> list[str]:
+    """Every top-level field name (an identifier) of the recording, and the meta names."""
+    from ehtool.events import SampleConverter
+    from ehtool.perfdata import PerfDataFile
+
+    names = {"n", "provider", "event", "level", "keyword", "cpu", "pid", "time",
+             "opcode", "meta.level", "meta.cpu", "missing_x"}
+    with PerfDataFile.open(path, on_error=lambda err: None) as f:
+        whole = SampleConverter(big_endian=f.big_endian)
+        for sample in f.samples("file"):
+            if sample.is_sample:
+                names |= {n for n, _ in whole.convert(sample).fields
+                          if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)}
+    return sorted(names)
+
+
+def _random_expression(rng: random.Random, names: list[str], depth: int = 0) -> str:
+    if depth < 3 and rng.random() < 0.45:
+        op = rng.choice(["&&", "||"])
+        left = _random_expression(rng, names, depth + 1)
+        right = _random_expression(rng, names, depth + 1)
+        text = f"({left} {op} {right})"
+        return "!" + text if rng.random() < 0.2 else text
+    name = rng.choice(names)
+    if rng.random() < 0.1:
+        return name
+    op = rng.choice(["==", "!=", "<", "<=", ">", ">=", "&", "~"])
+    value = rng.choice([0, 1, 3, -1, 100, 0x950, 2**63, 1.5, -0.25, '"0x10"', '"abc"',
+                        '"0xzz"', '"*"', '"a*"', "true", "false", "null", "0x7fffffff"])
+    return f"{name} {op} {value}"
+
+
+@pytest.mark.parametrize("path", ["golden", "mutated", "examples/eventheader.data"])
+def test_random_expressions(path, tmp_path_factory):
+    path = _recording(path, tmp_path_factory)
+    names = _names(path)
+    assert len(names) > 15
+    rng = random.Random(5)
+    for _ in range(60):
+        _compare(path, expr=_random_expression(rng, names))
