@@ -5,6 +5,9 @@ meta on the sample itself; EventHeader events checked whole by a C walk of the J
 renderer's plan, their identities and headers from its cache and the fields named read
 by a field extractor per metadata (values as the typed decoder gives them); tracefs
 fields straight from the record; and the typed event for the rest (malformed events).
+With the C speedups, :meth:`Selection.filter_batch` decides a batch in C where it can:
+a Program per EventInfo or tracefs event (:mod:`ehtool.decode.native`) walks the event
+as the check does and reads the names' values in place; the rest goes to ``select``.
 """
 
 from __future__ import annotations
