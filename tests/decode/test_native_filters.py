@@ -43,7 +43,47 @@ def _recording(name: str, tmp_path_factory) -> str:
         return str(golden_path("linuxtracepoints/perf.data"))
     if name == "mutated":
         return _mutated(tmp_path_factory)
+    if name == "scrambled":
+        return _scrambled(tmp_path_factory)
     return str(ROOT / name)
+
+
+def _scrambled(tmp_path_factory) -> str:
+    """The reference recording's samples four times over (the first event of a metadata
+    is decided in Python, the others in C), with random payloads in every EventHeader
+    event whose fields are all fixed-size scalars (negative numbers, NaNs, bools that
+    are neither 0 nor 1, big unsigned values...), each event still whole."""
+    if "scrambled" in _MUTATED:
+        return _MUTATED["scrambled"]
+    from ehtool.eventheader.kinds import FIXED_SIZES
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.writer import replay_samples
+    from ehtool.render.eventheader import EventHeaderDecoder
+    from ehtool.render.style import COMPACT
+
+    golden = golden_path("linuxtracepoints/perf.data")
+    with PerfDataFile.open(str(golden)) as f:
+        count = sum(1 for _ in f.samples("file"))
+    src = tmp_path_factory.mktemp("native") / "replayed.data"
+    replay_samples(golden, src, 4 * count)
+    data = bytearray(src.read_bytes())
+    decoder = EventHeaderDecoder(COMPACT)
+    rng = random.Random(13)
+    with PerfDataFile.open(str(src)) as f:
+        for s in f.samples("file"):
+            offset = getattr(s.desc.format, "eventheader_offset", None)
+            parts = None if offset is None else decoder.check_parts(s.desc.format.name,
+                                                                    s.raw, offset)
+            if parts is None or not all(d.array is None and d.encoding in FIXED_SIZES
+                                        for d in parts[0].plan.fields):
+                continue
+            end = s.offset + int.from_bytes(data[s.offset + 6:s.offset + 8], "little")
+            start = end - len(s.raw) + parts[3]
+            data[start:end] = rng.randbytes(end - start)
+    path = tmp_path_factory.mktemp("native") / "scrambled.data"
+    path.write_bytes(bytes(data))
+    _MUTATED["scrambled"] = str(path)
+    return str(path)
 
 
 _MUTATED: dict[str, str] = {}
@@ -166,7 +206,8 @@ def _random_expression(rng: random.Random, names: list[str], depth: int = 0) -> 
     return f"{name} {op} {value}"
 
 
-@pytest.mark.parametrize("path", ["golden", "mutated", "examples/eventheader.data"])
+@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled",
+                                  "examples/eventheader.data"])
 def test_random_expressions(path, tmp_path_factory):
     path = _recording(path, tmp_path_factory)
     names = _names(path)
@@ -174,3 +215,44 @@ def test_random_expressions(path, tmp_path_factory):
     rng = random.Random(5)
     for _ in range(60):
         _compare(path, expr=_random_expression(rng, names))
+
+
+def _literal(value: object) -> str | None:
+    """``value`` as an expression's constant, or None when the language has none."""
+    import json
+    import math
+
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        return repr(value) if math.isfinite(value) else None
+    if type(value) is str and '"' not in value and "\\" not in value:
+        return json.dumps(value, ensure_ascii=False)
+    return None
+
+
+@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled"])
+def test_values_read_in_c_are_the_typed_ones(path, tmp_path_factory):
+    """``name == value`` and ``name < value`` for values the typed events have: a value the
+    C code read wrong would keep other events than the Python path."""
+    from ehtool.decode.expression import plain
+    from ehtool.events import SampleConverter
+    from ehtool.perfdata import PerfDataFile
+
+    path = _recording(path, tmp_path_factory)
+    pairs: dict[tuple[str, str], None] = {}
+    with PerfDataFile.open(path, on_error=lambda err: None) as f:
+        whole = SampleConverter(big_endian=f.big_endian)
+        for sample in f.samples("file"):
+            for name, value in whole.convert(sample).fields:
+                text = _literal(plain(value))
+                if text is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    pairs.setdefault((name, text))
+    assert len(pairs) > 100
+    decided = 0
+    for name, text in sorted(pairs)[:400]:
+        decided += _compare(path, expr=f"{name} == {text} || {name} < {text} "
+                                       f"&& !({name} != {text})")[1]
+    assert decided > 10_000
