@@ -124,7 +124,8 @@ def decision(speedups: Any, keep: bool, plan: Any = None) -> Any:
 
 
 def _meta_source(key: str, meta: dict[str, Any]) -> Source:
-    """``meta.KEY``: the sample's, or a constant of ``meta`` (None for comm)."""
+    """Meta ``key``: the sample's, or a constant of ``meta`` (None for comm, which the
+    session knows, and for names through structs)."""
     if "." in key or key == "comm":
         return None
     if key in SAMPLE_INDEX:
@@ -137,13 +138,12 @@ def eventheader_sources(info: Any, little: bool, meta: dict[str, Any],
     """The sources of ``names`` (base names) for the events of an EventInfo whose view is
     ``Selection._eventheader_view_maker``'s: n/provider/event, then the first top-level
     field of that name, then sample meta, then ``meta`` (the header's) -- and the marks
-    (op indices of the fields read, ascending) of its plan."""
+    (op indices of the fields read, ascending) of its plan (``little``: its byte order)."""
     plan = info.plan
-    little = bool(plan.native.little) if hasattr(plan.native, "little") else None
     heads = {"n": f"{info.provider}:{info.event_name}", "provider": info.provider,
              "event": info.event_name}
     wanted: dict[str, tuple[int, int] | None] = {}  # name -> (op index, read) or None
-    found: dict[str, Any] = {}
+    found: dict[str, Source] = {}
     for base in names:
         if base == "meta":
             found[base] = None
@@ -160,7 +160,7 @@ def eventheader_sources(info: Any, little: bool, meta: dict[str, Any],
                 op = plan.starts[k] if k < len(plan.starts) else -1
                 wanted[base] = None if read is None or op < 0 else (op, read)
                 continue
-            found[base] = (None if base == "comm" else _meta_source(base, meta))
+            found[base] = _meta_source(base, meta)
     marks = tuple(sorted({w[0] for w in wanted.values() if w is not None}))
     for base, w in wanted.items():
         found[base] = None if w is None else (SRC_FIELD, marks.index(w[0]), w[1])
@@ -168,6 +168,7 @@ def eventheader_sources(info: Any, little: bool, meta: dict[str, Any],
 
 
 def _first(defs: list[FieldDef], name: bytes) -> int | None:
+    """The index of the first definition named ``name``, or None."""
     for k, d in enumerate(defs):
         if d.name == name:
             return k
@@ -191,26 +192,18 @@ def tracefs_sources(fixed: dict[str, str], fields: list[FieldFormat], big_endian
                     names: Iterable[str]) -> dict[str, Source]:
     """The sources of ``names`` (base names) for a tracefs event whose view is
     ``Selection._view_maker``'s: n/provider/event, then the first field of that name,
-    then sample meta."""
+    then sample meta (its only meta)."""
     found: dict[str, Source] = {}
     for base in names:
-        if base == "meta" or (base.startswith("meta.") and base[5:] not in SAMPLE_INDEX):
-            found[base] = (None if base == "meta" or "." in base[5:] or base[5:] == "comm"
-                           else _MISSING)
-        elif base.startswith("meta."):
-            found[base] = SRC_SAMPLE, SAMPLE_INDEX[base[5:]]
-        elif "." in base:
+        if base == "meta" or ("." in base and not base.startswith("meta.")):
             found[base] = None
+        elif base.startswith("meta."):
+            found[base] = _meta_source(base[5:], {})
         elif base in fixed:
             found[base] = SRC_CONST, fixed[base]
         else:
             f = next((f for f in fields if f.name == base), None)
-            if f is not None:
-                found[base] = _record(f, big_endian)
-            elif base in SAMPLE_INDEX:
-                found[base] = SRC_SAMPLE, SAMPLE_INDEX[base]
-            else:
-                found[base] = None if base == "comm" else _MISSING
+            found[base] = _meta_source(base, {}) if f is None else _record(f, big_endian)
     return found
 
 

@@ -45,7 +45,20 @@ def _recording(name: str, tmp_path_factory) -> str:
         return _mutated(tmp_path_factory)
     if name == "scrambled":
         return _scrambled(tmp_path_factory)
+    if name == "big-endian":
+        return _big_endian(tmp_path_factory)
     return str(ROOT / name)
+
+
+def _big_endian(tmp_path_factory) -> str:
+    """The scrambled recording as a big-endian machine would have written it."""
+    from ehtool.perfdata.writer import transcode_file
+
+    if "big" not in _MUTATED:
+        path = tmp_path_factory.mktemp("native") / "big.data"
+        transcode_file(_scrambled(tmp_path_factory), path, big_endian=True)
+        _MUTATED["big"] = str(path)
+    return _MUTATED["big"]
 
 
 def _scrambled(tmp_path_factory) -> str:
@@ -211,7 +224,7 @@ def _random_expression(rng: random.Random, names: list[str], depth: int = 0) -> 
     return f"{name} {op} {value}"
 
 
-@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled",
+@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled", "big-endian",
                                   "examples/eventheader.data"])
 def test_random_expressions(path, tmp_path_factory):
     path = _recording(path, tmp_path_factory)
@@ -238,7 +251,7 @@ def _literal(value: object) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled"])
+@pytest.mark.parametrize("path", ["golden", "mutated", "scrambled", "big-endian"])
 def test_values_read_in_c_are_the_typed_ones(path, tmp_path_factory):
     """``name == value`` and ``name < value`` for values the typed events have: a value the
     C code read wrong would keep other events than the Python path."""
@@ -300,8 +313,10 @@ def _value(rng: random.Random, kind: str) -> object:
 
 def _encoded_samples(rng: random.Random) -> list:
     """Samples of three metadata (field names shared between them, one name twice),
-    each many times with random values; some truncated (malformed)."""
+    each many times with random values, in both byte orders; some cut (malformed)."""
     from dataclasses import dataclass, field
+
+    from eventheader.reference import to_big_endian
 
     from ehtool.eventheader.encoder import Event, Field, encode
     from ehtool.perfdata.records import Sample
@@ -328,7 +343,8 @@ def _encoded_samples(rng: random.Random) -> list:
         layout = layouts[i % 3]
         event = Event(f"Ev{i % 3}", [Field(name, kind, _value(rng, kind))
                                      for name, kind in layout])
-        raw = bytes(8) + encode(event)
+        data = encode(event)
+        raw = bytes(8) + (to_big_endian(data) if i % 6 >= 3 else data)
         if rng.random() < 0.08:
             raw = raw[:rng.randrange(20, len(raw))]  # malformed, or cut before the fields
         samples.append(Sample(1000 + i, i % 4, 7, 7 + i % 2, raw, desc, i))
