@@ -214,6 +214,11 @@ typedef struct {
     int little;
     long budget;
     Out *out; /* where the members are written */
+    /* the walk's marks (a filter program's fields): when the walk reaches the top-level
+     * op marks[next], at[next] = p (marks in op order; nmarks 0: none) */
+    const Op *const *marks;
+    Py_ssize_t *at;
+    Py_ssize_t nmarks, next;
 } Ctx;
 
 /* ``"01 ab ff"``: lowercase pairs separated by spaces (output.values.hex_bytes) */
@@ -925,6 +930,7 @@ plan_run(PlanObject *self, PyObject *data, Py_ssize_t p, Out *out)
     c.little = self->little;
     c.budget = self->budget;
     c.out = out;
+    c.nmarks = c.next = 0;
     return p < 0 || p > c.len ? FAIL_DEFER : run_ops(&c, self->ops, self->nops);
 }
 
@@ -984,6 +990,8 @@ walk_ops(Ctx *c, const Op *ops, Py_ssize_t nops)
     for (Py_ssize_t i = 0; i < nops; i++) {
         const Op *op = &ops[i];
         int rc = OK;
+        if (c->next < c->nmarks && op == c->marks[c->next])
+            c->at[c->next++] = c->p;
         switch (op->op) {
         case OP_LIT:
             break;
@@ -1036,6 +1044,7 @@ Plan_check(PlanObject *self, PyObject *const *args, Py_ssize_t nargs)
         c.steps = 0;
         c.little = self->little;
         c.budget = self->budget;
+        c.nmarks = c.next = 0;
         if (p >= 0 && p <= c.len && walk_ops(&c, self->ops, self->nops) == OK)
             Py_RETURN_NONE;
     }
@@ -2266,6 +2275,706 @@ static PyTypeObject FormatterType = {
     .tp_methods = Formatter_methods,
 };
 
+/* ================================================================================== */
+/* Program and Filter: the decisions of ehtool.decode.filters.Selection for a batch  */
+/* ================================================================================== */
+
+/* A Program decides the samples of one EventInfo (EventHeader fast-cache hits without
+ * activity ids) or of one tracefs event; ehtool/decode/native.py compiles it from the
+ * expression's tree, and whatever it cannot say goes to Selection.select:
+ *   Program(plan, marks, slots, nodes, decision)
+ * plan: the _speedups.Plan whose walk checks the event whole (as Plan.check) and notes
+ *   where its top-level ops ``marks`` (op indices, ascending) start; None for tracefs.
+ * slots: the value of each name of the expression, (found, source, ...):
+ *   (found, SRC_MISSING, None) | (found, SRC_CONST, value) | (found, SRC_SAMPLE, index)
+ *   | (found, SRC_FIELD, mark, read: RD_*) | (found, SRC_RECORD, offset, size, element size,
+ *   signed, big endian); ``found``: the name's byte in the Filter's ``found``, set
+ *   when the value is present in an event decided here.
+ * nodes: (N_OR|N_AND, a, b) | (N_NOT, a) | (N_CMP, slot, op, value) | (N_NAME, slot),
+ *   children before their parents, the root last; op: Py_LT..Py_GE, or CMP_BITS (&).
+ * decision: 0 or 1 when it is the same for every event (the nodes unused), else -1.
+ * The comparisons are Python's (PyObject_RichCompare); a missing value is false; text
+ * that compares as a number (``"0x..."``) is left to Python. */
+enum { SRC_MISSING = 0, SRC_CONST = 1, SRC_SAMPLE = 2, SRC_FIELD = 3, SRC_RECORD = 4 };
+enum { RD_FIXED = 0, RD_UTF8 = 1, RD_LATIN1 = 2, RD_ARRAY = 3 };
+enum { N_OR = 0, N_AND = 1, N_NOT = 2, N_CMP = 3, N_NAME = 4 };
+enum { CMP_BITS = 6 };
+#define PROGRAM_SLOTS 32
+#define DEFER (-2) /* a decision for the Python path */
+
+typedef struct {
+    int found, source, read;
+    Py_ssize_t arg;                  /* SAMPLE: index; FIELD: mark; RECORD: offset */
+    int size, esize, is_signed, big; /* RECORD */
+    PyObject *value;                 /* CONST */
+} Slot;
+
+typedef struct {
+    int type, a, b, op;
+    PyObject *value; /* N_CMP: the constant */
+} Node;
+
+typedef struct {
+    PyObject_HEAD
+    PlanObject *plan; /* or NULL */
+    const Op *marks[PROGRAM_SLOTS];
+    Py_ssize_t nmarks;
+    Slot slots[PROGRAM_SLOTS];
+    Py_ssize_t nslots;
+    Node *nodes;
+    Py_ssize_t nnodes;
+    int decision;
+} ProgramObject;
+
+static PyTypeObject ProgramType;
+
+/* Text that expression._number reads as a number: the Python path's. */
+static int
+hex_text(PyObject *v)
+{
+    if (!PyUnicode_Check(v) || PyUnicode_GET_LENGTH(v) < 2)
+        return 0;
+    Py_UCS4 b = PyUnicode_READ_CHAR(v, 1);
+    return PyUnicode_READ_CHAR(v, 0) == '0' && (b == 'x' || b == 'X');
+}
+
+/* ``left OP right`` as expression._comparison: 1, 0, -1 (error) or DEFER. */
+static int
+compare(PyObject *left, int op, PyObject *right)
+{
+    if (left == NULL)
+        return 0; /* a missing name */
+    if (hex_text(left))
+        return DEFER;
+    PyObject *r;
+    if (op == CMP_BITS) {
+        if (!PyLong_Check(left) || !PyLong_Check(right))
+            return 0;
+        r = PyNumber_And(left, right);
+    }
+    else {
+        r = PyObject_RichCompare(left, right, op);
+        if (r == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (r == NULL)
+        return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
+/* Node i on the slots' values: 1, 0, -1 (error) or DEFER. */
+static int
+eval_node(const ProgramObject *g, PyObject *const *values, Py_ssize_t i)
+{
+    const Node *n = &g->nodes[i];
+    int r;
+    switch (n->type) {
+    case N_OR:
+        r = eval_node(g, values, n->a);
+        return r != 0 ? r : eval_node(g, values, n->b);
+    case N_AND:
+        r = eval_node(g, values, n->a);
+        return r != 1 ? r : eval_node(g, values, n->b);
+    case N_NOT:
+        r = eval_node(g, values, n->a);
+        return r < 0 ? r : !r;
+    case N_NAME: {
+        PyObject *v = values[n->a];
+        if (v == NULL)
+            return 0;
+        return hex_text(v) ? DEFER : PyObject_IsTrue(v);
+    }
+    default:
+        return compare(values[n->a], n->op, n->value);
+    }
+}
+
+/* A fixed-size value at q (op: its OP_FIXED) as the typed decoder has it
+ * (ehtool.eventheader.kinds) for the kinds the Program reads, else FAIL_DEFER. */
+static int
+read_fixed(const Op *op, const unsigned char *q, int little, PyObject **out)
+{
+    int size = op->size;
+    uint64_t v = read_uint(q, size, little);
+    switch (op->kind) {
+    case FX_UNSIGNED:
+    case FX_HEX:
+        *out = PyLong_FromUnsignedLongLong(v);
+        break;
+    case FX_SIGNED:
+        *out = PyLong_FromLongLong(sign_extend(v, size));
+        break;
+    case FX_PORT: /* network byte order */
+        *out = PyLong_FromUnsignedLongLong(read_uint(q, 2, 0));
+        break;
+    case FX_ERRNO: /* a signed 32-bit int */
+        if (size != 4)
+            return FAIL_DEFER;
+        *out = PyLong_FromLong((int32_t)(uint32_t)v);
+        break;
+    case FX_BOOL: /* False, True, else the value as a signed 32-bit int */
+        *out = v <= 1 ? PyBool_FromLong((long)v) : PyLong_FromLong((int32_t)(uint32_t)v);
+        break;
+    case FX_FLOAT:
+        if (size == 8) {
+            double d;
+            memcpy(&d, &v, 8);
+            *out = PyFloat_FromDouble(d);
+        }
+        else if (size == 4) {
+            uint32_t w = (uint32_t)v;
+            float f;
+            memcpy(&f, &w, 4);
+            *out = PyFloat_FromDouble((double)f);
+        }
+        else {
+            return FAIL_DEFER;
+        }
+        break;
+    default:
+        return FAIL_DEFER;
+    }
+    return *out == NULL ? FAIL_PY : OK;
+}
+
+/* An array of fixed-size values at p (op: its OP_ARRAY): the list of their values. */
+static int
+read_array(const Op *op, Py_ssize_t p, const unsigned char *data, Py_ssize_t len, int little,
+           PyObject **out)
+{
+    const Op *element = op + 1;
+    if (op->op != OP_ARRAY || op->body != 1 || element->op != OP_FIXED || element->size > 8)
+        return FAIL_DEFER;
+    Py_ssize_t count = op->count;
+    if (count == 0) { /* the u16 count before the elements */
+        if (p + 2 > len)
+            return FAIL_DEFER;
+        count = (Py_ssize_t)read_uint(data + p, 2, little);
+        p += 2;
+    }
+    if (p + count * element->size > len)
+        return FAIL_DEFER;
+    PyObject *list = PyList_New(count);
+    if (list == NULL)
+        return FAIL_PY;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item;
+        int rc = read_fixed(element, data + p + i * element->size, little, &item);
+        if (rc != OK) {
+            Py_DECREF(list);
+            return rc;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    *out = list;
+    return OK;
+}
+
+/* A top-level EventHeader field at p (the walk checked the event): its typed value
+ * for the reads the Program knows, else FAIL_DEFER. */
+static int
+read_field(const Slot *s, const Op *op, Py_ssize_t p, const unsigned char *data,
+           Py_ssize_t len, int little, PyObject **out)
+{
+    if (s->read == RD_UTF8 || s->read == RD_LATIN1) {
+        Ctx c;
+        Py_ssize_t start, n, next;
+        c.data = data;
+        c.len = len;
+        c.p = p;
+        c.little = little;
+        if (op->op != OP_STR || op->size != 1 || string_bounds(&c, op, &start, &n, &next) != OK)
+            return FAIL_DEFER;
+        const char *q = (const char *)data + start;
+        *out = s->read == RD_UTF8 ? PyUnicode_DecodeUTF8(q, n, "replace")
+                                  : PyUnicode_DecodeLatin1(q, n, NULL);
+        return *out == NULL ? FAIL_PY : OK;
+    }
+    if (s->read == RD_ARRAY)
+        return p < 0 ? FAIL_DEFER : read_array(op, p, data, len, little, out);
+    if (op->op != OP_FIXED || op->size > 8 || p < 0 || p + op->size > len)
+        return FAIL_DEFER;
+    return read_fixed(op, data + p, little, out);
+}
+
+/* A tracefs scalar integer as formats.values.field_value reads it (None when the record
+ * is too short). */
+static int
+read_record(const Slot *s, const unsigned char *data, Py_ssize_t len, PyObject **out)
+{
+    if (s->arg + s->size > len || s->size < s->esize) {
+        *out = Py_NewRef(Py_None);
+        return OK;
+    }
+    uint64_t v = read_uint(data + s->arg, s->esize, !s->big);
+    *out = s->is_signed ? PyLong_FromLongLong(sign_extend(v, s->esize))
+                        : PyLong_FromUnsignedLongLong(v);
+    return *out == NULL ? FAIL_PY : OK;
+}
+
+/* The value of slot s (a new reference, NULL when missing): OK, FAIL_DEFER or FAIL_PY. */
+static int
+slot_value(const ProgramObject *g, const Slot *s, PyObject *sample, const unsigned char *data,
+           Py_ssize_t len, const Py_ssize_t *at, PyObject **out)
+{
+    *out = NULL;
+    switch (s->source) {
+    case SRC_CONST:
+        *out = Py_NewRef(s->value);
+        return OK;
+    case SRC_SAMPLE: {
+        PyObject *v = PyTuple_GET_ITEM(sample, s->arg);
+        if (v != Py_None)
+            *out = Py_NewRef(v);
+        return OK;
+    }
+    case SRC_FIELD:
+        return read_field(s, g->marks[s->arg], at[s->arg], data, len, g->plan->little, out);
+    case SRC_RECORD:
+        return read_record(s, data, len, out);
+    default:
+        return OK;
+    }
+}
+
+/* The program's decision on a sample whose payload starts at pos of raw: 1, 0, -1
+ * (error) or DEFER (the walk failed, or a value is left to Python); the names found set
+ * in found[0:nfound]. */
+static int
+program_decide(ProgramObject *g, PyObject *sample, PyObject *raw, Py_ssize_t pos, char *found,
+               Py_ssize_t nfound)
+{
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    Py_ssize_t at[PROGRAM_SLOTS];
+    if (g->plan != NULL) { /* the event whole, as Plan.check walks it */
+        Ctx c;
+        c.object = raw;
+        c.data = data;
+        c.len = len;
+        c.base = c.p = pos;
+        c.steps = 0;
+        c.little = g->plan->little;
+        c.budget = g->plan->budget;
+        c.out = NULL;
+        c.marks = g->marks;
+        c.at = at;
+        c.nmarks = g->nmarks;
+        c.next = 0;
+        if (pos < 0 || pos > len || walk_ops(&c, g->plan->ops, g->plan->nops) != OK ||
+            c.next != g->nmarks)
+            return DEFER;
+    }
+    PyObject *values[PROGRAM_SLOTS];
+    Py_ssize_t k;
+    int r = 0;
+    for (k = 0; k < g->nslots; k++) {
+        int rc = slot_value(g, &g->slots[k], sample, data, len, at, &values[k]);
+        if (rc != OK) {
+            r = rc == FAIL_PY ? -1 : DEFER;
+            break;
+        }
+    }
+    if (k == g->nslots)
+        r = g->decision >= 0 ? g->decision : eval_node(g, values, g->nnodes - 1);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (values[i] != NULL) {
+            if (r >= 0 && g->slots[i].found < nfound)
+                found[g->slots[i].found] = 1;
+            Py_DECREF(values[i]);
+        }
+    }
+    return r;
+}
+
+static int
+slot_from_tuple(Slot *s, PyObject *t)
+{
+    Py_ssize_t n = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    if (n < 3)
+        goto bad;
+#define INT_AT(i) ((int)PyLong_AsLong(PyTuple_GET_ITEM(t, (i))))
+    s->found = INT_AT(0);
+    s->source = INT_AT(1);
+    switch (s->source) {
+    case SRC_MISSING:
+        break;
+    case SRC_CONST:
+        s->value = Py_NewRef(PyTuple_GET_ITEM(t, 2));
+        break;
+    case SRC_SAMPLE:
+        s->arg = INT_AT(2);
+        if (s->arg < 0 || s->arg > 3)
+            goto bad;
+        break;
+    case SRC_FIELD:
+        if (n != 4)
+            goto bad;
+        s->arg = INT_AT(2);
+        s->read = INT_AT(3);
+        if (s->read < RD_FIXED || s->read > RD_ARRAY)
+            goto bad;
+        break;
+    case SRC_RECORD:
+        if (n != 7)
+            goto bad;
+        s->arg = INT_AT(2);
+        s->size = INT_AT(3);
+        s->esize = INT_AT(4);
+        s->is_signed = INT_AT(5);
+        s->big = INT_AT(6);
+        if (s->arg < 0 || s->size < 1 ||
+            (s->esize != 1 && s->esize != 2 && s->esize != 4 && s->esize != 8))
+            goto bad;
+        break;
+    default:
+        goto bad;
+    }
+#undef INT_AT
+    if (PyErr_Occurred())
+        return -1;
+    if (s->found >= 0)
+        return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "malformed slot %R", t);
+    return -1;
+}
+
+static int
+node_from_tuple(Node *n, PyObject *t, Py_ssize_t index, Py_ssize_t nslots)
+{
+    Py_ssize_t size = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    if (size < 2)
+        goto bad;
+#define INT_AT(i) ((int)PyLong_AsLong(PyTuple_GET_ITEM(t, (i))))
+    n->type = INT_AT(0);
+    n->a = INT_AT(1);
+    switch (n->type) {
+    case N_OR:
+    case N_AND:
+        if (size != 3)
+            goto bad;
+        n->b = INT_AT(2);
+        if (n->a < 0 || n->a >= index || n->b < 0 || n->b >= index)
+            goto bad;
+        break;
+    case N_NOT:
+        if (size != 2 || n->a < 0 || n->a >= index)
+            goto bad;
+        break;
+    case N_NAME:
+        if (size != 2 || n->a < 0 || n->a >= nslots)
+            goto bad;
+        break;
+    case N_CMP:
+        if (size != 4)
+            goto bad;
+        n->op = INT_AT(2);
+        n->value = Py_NewRef(PyTuple_GET_ITEM(t, 3));
+        if (n->a < 0 || n->a >= nslots || n->op < Py_LT || n->op > CMP_BITS)
+            goto bad;
+        break;
+    default:
+        goto bad;
+    }
+#undef INT_AT
+    if (!PyErr_Occurred())
+        return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "malformed node %R", t);
+    return -1;
+}
+
+static void
+Program_dealloc(ProgramObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->plan);
+    for (Py_ssize_t i = 0; i < self->nslots; i++)
+        Py_CLEAR(self->slots[i].value);
+    if (self->nodes != NULL) {
+        for (Py_ssize_t i = 0; i < self->nnodes; i++)
+            Py_CLEAR(self->nodes[i].value);
+        PyMem_Free(self->nodes);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Program_traverse(ProgramObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->plan);
+    for (Py_ssize_t i = 0; i < self->nslots; i++)
+        Py_VISIT(self->slots[i].value);
+    for (Py_ssize_t i = 0; i < self->nnodes; i++)
+        Py_VISIT(self->nodes[i].value);
+    return 0;
+}
+
+static PyObject *
+Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"plan", "marks", "slots", "nodes", "decision", NULL};
+    PyObject *plan, *marks, *slots, *nodes;
+    int decision;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!i", kwlist, &plan, &PyTuple_Type,
+                                     &marks, &PyTuple_Type, &slots, &PyTuple_Type, &nodes,
+                                     &decision))
+        return NULL;
+    if ((plan != Py_None && Py_TYPE(plan) != &PlanType) || decision < -1 || decision > 1 ||
+        PyTuple_GET_SIZE(marks) > PROGRAM_SLOTS || PyTuple_GET_SIZE(slots) > PROGRAM_SLOTS ||
+        (plan == Py_None && PyTuple_GET_SIZE(marks)) ||
+        (decision < 0 && PyTuple_GET_SIZE(nodes) == 0)) {
+        PyErr_SetString(PyExc_ValueError, "a malformed program");
+        return NULL;
+    }
+    ProgramObject *self = (ProgramObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->decision = decision;
+    if (plan != Py_None)
+        self->plan = (PlanObject *)Py_NewRef(plan);
+    Py_ssize_t last = -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(marks); i++) {
+        Py_ssize_t op = PyLong_AsSsize_t(PyTuple_GET_ITEM(marks, i));
+        if (op <= last || op >= self->plan->nops) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "marks must be ascending op indices");
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->marks[i] = &self->plan->ops[op];
+        self->nmarks = i + 1;
+        last = op;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
+        self->nslots = i + 1;
+        Slot *s = &self->slots[i];
+        if (slot_from_tuple(s, PyTuple_GET_ITEM(slots, i)) < 0 ||
+            (s->source == SRC_FIELD && s->arg >= self->nmarks) ||
+            (s->source == SRC_FIELD && s->arg < 0)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a field slot names no mark");
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
+    self->nodes = PyMem_Calloc(n ? n : 1, sizeof(Node));
+    if (self->nodes == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        self->nnodes = i + 1;
+        if (node_from_tuple(&self->nodes[i], PyTuple_GET_ITEM(nodes, i), i, self->nslots) < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.Program",
+    .tp_basicsize = sizeof(ProgramObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Program(plan, marks, slots, nodes, decision): a filter's decision on the "
+              "events of one EventInfo or tracefs event",
+    .tp_new = Program_new,
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_traverse = (traverseproc)Program_traverse,
+};
+
+/* Filter(descs, describe, select, found, sample_type).filter(batch) -> the samples kept.
+ * descs: dict EventDesc -> what decides its samples (describe(desc) when absent):
+ *   a Program (tracefs events), (tracepoint, eventheader_offset, fast_cache, programs,
+ *   program_of) (EventHeader: the decoder's fast cache; programs: EventInfo -> Program,
+ *   or None for the Python path, program_of(info) when absent) or None;
+ * select(sample) decides every sample no Program decides (Selection.select). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *descs, *describe, *select, *found, *sample_type;
+} FilterObject;
+
+/* The Program of an EventHeader sample (borrowed from ``programs``) and where its payload
+ * starts, or NULL (the Python path; an error only when set). */
+static PyObject *
+eventheader_program(PyObject *entry, PyObject *raw, Py_ssize_t *pos)
+{
+    PyObject *fast_cache = PyTuple_GET_ITEM(entry, 2), *programs = PyTuple_GET_ITEM(entry, 3);
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+    if ((off == -1 && PyErr_Occurred()) || !PyDict_Check(fast_cache) || !PyDict_Check(programs))
+        return NULL;
+    PyObject *hit = fast_hit(fast_cache, PyTuple_GET_ITEM(entry, 0), raw, off);
+    if (hit == NULL)
+        return NULL;
+    PyObject *info = PyTuple_GET_ITEM(hit, 4);
+    Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(hit, 2));
+    PyObject *program = skip == -1 && PyErr_Occurred()
+                            ? NULL : PyDict_GetItemWithError(programs, info);
+    if (program == NULL && !PyErr_Occurred()) {
+        program = call1(PyTuple_GET_ITEM(entry, 4), info);
+        if (program != NULL) {
+            int rc = PyDict_SetItem(programs, info, program);
+            Py_DECREF(program); /* the dict's now */
+            if (rc < 0)
+                program = NULL;
+        }
+    }
+    Py_DECREF(hit);
+    *pos = off + skip;
+    return program;
+}
+
+/* The decision on one sample: 1, 0 or -1 (error). */
+static int
+filter_one(FilterObject *self, PyObject *sample, char *found, Py_ssize_t nfound)
+{
+    int r = DEFER;
+    if (Py_TYPE(sample) == (PyTypeObject *)self->sample_type && PyTuple_GET_SIZE(sample) >= 6 &&
+        PyBytes_CheckExact(PyTuple_GET_ITEM(sample, 4))) {
+        PyObject *raw = PyTuple_GET_ITEM(sample, 4), *desc = PyTuple_GET_ITEM(sample, 5);
+        PyObject *entry = PyDict_GetItemWithError(self->descs, desc);
+        if (entry == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            entry = call1(self->describe, desc);
+            if (entry == NULL)
+                return -1;
+            int rc = PyDict_SetItem(self->descs, desc, entry);
+            Py_DECREF(entry); /* the dict's now */
+            if (rc < 0)
+                return -1;
+        }
+        Py_INCREF(entry);
+        if (Py_TYPE(entry) == &ProgramType) {
+            r = program_decide((ProgramObject *)entry, sample, raw, 0, found, nfound);
+        }
+        else if (PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 5) {
+            Py_ssize_t pos = 0;
+            PyObject *program = eventheader_program(entry, raw, &pos);
+            if (program == NULL && PyErr_Occurred())
+                r = -1;
+            else if (program != NULL && Py_TYPE(program) == &ProgramType) {
+                Py_INCREF(program);
+                r = program_decide((ProgramObject *)program, sample, raw, pos, found, nfound);
+                Py_DECREF(program);
+            }
+        }
+        Py_DECREF(entry);
+    }
+    if (r != DEFER)
+        return r;
+    PyObject *answer = call1(self->select, sample);
+    if (answer == NULL)
+        return -1;
+    r = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return r;
+}
+
+static PyObject *
+Filter_filter(FilterObject *self, PyObject *batch)
+{
+    PyObject *seq = PySequence_Fast(batch, "filter(batch): a list of samples");
+    if (seq == NULL)
+        return NULL;
+    PyObject *kept = PyList_New(0);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; kept != NULL && i < n; i++) {
+        PyObject *sample = PySequence_Fast_GET_ITEM(seq, i);
+        /* (found is read each time: select may run Python code) */
+        int r = filter_one(self, sample, PyByteArray_AS_STRING(self->found),
+                           PyByteArray_GET_SIZE(self->found));
+        if (r < 0 || (r && PyList_Append(kept, sample) < 0))
+            Py_CLEAR(kept);
+    }
+    Py_DECREF(seq);
+    return kept;
+}
+
+static PyObject *
+Filter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"descs", "describe", "select", "found", "sample_type", NULL};
+    PyObject *descs, *describe, *select, *found, *sample_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOO!O!", kwlist, &PyDict_Type, &descs,
+                                     &describe, &select, &PyByteArray_Type, &found,
+                                     &PyType_Type, &sample_type))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)sample_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "sample_type must be a tuple type");
+        return NULL;
+    }
+    FilterObject *self = (FilterObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->descs = Py_NewRef(descs);
+    self->describe = Py_NewRef(describe);
+    self->select = Py_NewRef(select);
+    self->found = Py_NewRef(found);
+    self->sample_type = Py_NewRef(sample_type);
+    return (PyObject *)self;
+}
+
+static int
+Filter_clear(FilterObject *self)
+{
+    Py_CLEAR(self->descs);
+    Py_CLEAR(self->describe);
+    Py_CLEAR(self->select);
+    Py_CLEAR(self->found);
+    Py_CLEAR(self->sample_type);
+    return 0;
+}
+
+static void
+Filter_dealloc(FilterObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Filter_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Filter_traverse(FilterObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->descs);
+    Py_VISIT(self->describe);
+    Py_VISIT(self->select);
+    Py_VISIT(self->found);
+    Py_VISIT(self->sample_type);
+    return 0;
+}
+
+static PyMethodDef Filter_methods[] = {
+    {"filter", (PyCFunction)Filter_filter, METH_O,
+     "filter(batch) -> the samples of batch the selection keeps, in order"},
+    {NULL},
+};
+
+static PyTypeObject FilterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.Filter",
+    .tp_basicsize = sizeof(FilterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Filter(descs, describe, select, found, sample_type): Selection's decisions "
+              "for a batch, by Programs where they can",
+    .tp_new = Filter_new,
+    .tp_dealloc = (destructor)Filter_dealloc,
+    .tp_traverse = (traverseproc)Filter_traverse,
+    .tp_clear = (inquiry)Filter_clear,
+    .tp_methods = Filter_methods,
+};
+
 /* -- hop: the record-header walk (ehtool.perfdata.split) ------------------------------ */
 
 /* hop(buf, pos, end, big_endian, stops) -> (pos, type, size): from ``pos``, step over
@@ -2367,14 +3076,17 @@ PyInit__speedups(void)
     if (str_name_json == NULL || str_meta == NULL || str_offset_ns == NULL)
         return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0 ||
-        PyType_Ready(&FormatterType) < 0)
+        PyType_Ready(&FormatterType) < 0 || PyType_Ready(&ProgramType) < 0 ||
+        PyType_Ready(&FilterType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
         PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
-        PyModule_AddObjectRef(m, "Formatter", (PyObject *)&FormatterType) < 0) {
+        PyModule_AddObjectRef(m, "Formatter", (PyObject *)&FormatterType) < 0 ||
+        PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) < 0 ||
+        PyModule_AddObjectRef(m, "Filter", (PyObject *)&FilterType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -2387,6 +3099,9 @@ PyInit__speedups(void)
     EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
+    EXPORT(SRC_MISSING) EXPORT(SRC_CONST) EXPORT(SRC_SAMPLE) EXPORT(SRC_FIELD) EXPORT(SRC_RECORD)
+    EXPORT(RD_FIXED) EXPORT(RD_UTF8) EXPORT(RD_LATIN1) EXPORT(RD_ARRAY)
+    EXPORT(N_OR) EXPORT(N_AND) EXPORT(N_NOT) EXPORT(N_CMP) EXPORT(N_NAME) EXPORT(CMP_BITS)
 #undef EXPORT
     return m;
 }

@@ -35,6 +35,10 @@ from collections.abc import Callable
 from typing import Any
 
 Predicate = Callable[[dict[str, Any]], bool]
+#: the parsed expression: ("or"|"and", a, b), ("not", a), ("cmp", name, op, value) or
+#: ("name", name) (a bare name: its truth); the predicate and the C program both come
+#: from it (:func:`predicate`, ``ehtool.decode.native``)
+Node = tuple
 MISSING = object()
 _TOKEN = re.compile(r"""
     (?P<ws>\s+) |
@@ -58,10 +62,11 @@ SAMPLE_NAMES = frozenset(("cpu", "pid", "tid", "time", "comm"))
 
 
 class Filter:
-    """A compiled expression: ``filter(view) -> bool`` and the names it uses."""
+    """A compiled expression: ``filter(view) -> bool``, the names it uses and its tree."""
 
-    def __init__(self, predicate: Predicate, names: frozenset[str]) -> None:
-        self.predicate = predicate
+    def __init__(self, tree: Node, names: frozenset[str]) -> None:
+        self.tree = tree
+        self.predicate = predicate(tree)
         self.names = names
         #: True when only sample meta (cpu, pid, tid, time, comm) is named
         self.on_sample = all(meta_name(n) in SAMPLE_NAMES for n in names)
@@ -74,6 +79,25 @@ def compile_filter(text: str) -> Filter:
     """Compile an expression into a predicate over an event view (see ``event_view``)."""
     parser = _Parser(text)
     return Filter(parser.parse(), frozenset(parser.names))
+
+
+def predicate(node: Node) -> Predicate:
+    """The Python predicate of an expression tree (the reference)."""
+    kind = node[0]
+    if kind == "or":
+        a, b = predicate(node[1]), predicate(node[2])
+        return lambda v: a(v) or b(v)
+    if kind == "and":
+        a, b = predicate(node[1]), predicate(node[2])
+        return lambda v: a(v) and b(v)
+    if kind == "not":
+        inner = predicate(node[1])
+        return lambda v: not inner(v)
+    if kind == "name":
+        name = node[1]
+        return lambda v: _truthy(lookup(v, name))
+    _, name, op, value = node
+    return _comparison(_getter(name), op, value)
 
 
 def meta_name(name: str) -> str:
@@ -191,7 +215,7 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
     """``get(view) OP value`` as :func:`_compare` says, with the operator chosen once."""
     if op == "~":
         return lambda view: _compare(op, get(view), value)
-    right = _number(value)
+    right = constant(op, value)
     if op == "&":
         return lambda view: _compare(op, get(view), value)
     test = _ORDER[op]
@@ -208,6 +232,12 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
             return False
 
     return compare
+
+
+def constant(op: str, value: Any) -> Any:
+    """The right-hand value ``OP value`` compares with (hex strings as numbers but for
+    ``~``)."""
+    return value if op == "~" else _number(value)
 
 
 def _number(value: Any) -> Any:
@@ -255,7 +285,7 @@ class _Parser:
         self.i = 0
         self.names: set[str] = set()
 
-    def parse(self) -> Predicate:
+    def parse(self) -> Node:
         if not self.tokens:
             raise FilterSyntaxError(self.text, 0, "empty expression")
         pred = self._or()
@@ -272,28 +302,25 @@ class _Parser:
         column = tok[2] if tok else len(self.text)
         return FilterSyntaxError(self.text, column, f"expected {expected}")
 
-    def _or(self) -> Predicate:
+    def _or(self) -> Node:
         left = self._and()
         while (tok := self._peek()) and tok[1] == "||":
             self.i += 1
-            right = self._and()
-            left = (lambda a, b: lambda v: a(v) or b(v))(left, right)
+            left = ("or", left, self._and())
         return left
 
-    def _and(self) -> Predicate:
+    def _and(self) -> Node:
         left = self._not()
         while (tok := self._peek()) and tok[1] == "&&":
             self.i += 1
-            right = self._not()
-            left = (lambda a, b: lambda v: a(v) and b(v))(left, right)
+            left = ("and", left, self._not())
         return left
 
-    def _not(self) -> Predicate:
+    def _not(self) -> Node:
         tok = self._peek()
         if tok and tok[1] == "!":
             self.i += 1
-            inner = self._not()
-            return lambda v: not inner(v)
+            return ("not", self._not())
         if tok and tok[1] == "(":
             self.i += 1
             inner = self._or()
@@ -304,7 +331,7 @@ class _Parser:
             return inner
         return self._comparison()
 
-    def _comparison(self) -> Predicate:
+    def _comparison(self) -> Node:
         tok = self._peek()
         if not tok or tok[0] != "ident":
             raise self._error("a field or meta name")
@@ -314,10 +341,10 @@ class _Parser:
         op = self._peek()
         if not op or op[1] not in ("==", "!=", "<", "<=", ">", ">=", "~", "&"):
             if op is None or op[1] in ("&&", "||", ")"):
-                return lambda v: _truthy(lookup(v, name))
+                return ("name", name)
             raise self._error("a comparison operator after " + repr(name))
         self.i += 1
-        return _comparison(_getter(name), op[1], self._value(op[1]))
+        return ("cmp", name, op[1], self._value(op[1]))
 
     def _value(self, after: str) -> Any:
         tok = self._peek()

@@ -5,6 +5,9 @@ meta on the sample itself; EventHeader events checked whole by a C walk of the J
 renderer's plan, their identities and headers from its cache and the fields named read
 by a field extractor per metadata (values as the typed decoder gives them); tracefs
 fields straight from the record; and the typed event for the rest (malformed events).
+With the C speedups, :meth:`Selection.filter_batch` decides a batch in C where it can:
+a Program per EventInfo or tracefs event (:mod:`ehtool.decode.native`) walks the event
+as the check does and reads the names' values in place; the rest goes to ``select``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.decode import native
 from ehtool.decode.expression import (
     MISSING,
     SAMPLE_NAMES,
@@ -26,6 +30,7 @@ from ehtool.decode.expression import (
 from ehtool.eventheader.decoder import field_extractor
 from ehtool.eventheader.enums import HeaderFlags
 from ehtool.formats.values import field_value
+from ehtool.speedups import load
 
 #: extractors kept per file before the cache is emptied (as the JSON renderer's plans)
 PLAN_CACHE_MAX = 4096
@@ -157,6 +162,7 @@ class Selection:
             self._time_warnings.append(f"--since {since} is after --until {until}: "
                                        "no event can be in between")
         self._unseen = set(self.expr.names) if self.expr is not None else set()
+        self._native: Any = None  # the C loop of filter_batch, made by bind
 
     @property
     def active(self) -> bool:
@@ -199,6 +205,82 @@ class Selection:
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
         self._extractors: dict[Any, Callable[[bytes, int, int], Any] | None] = {}
         self._shared: dict[Any, tuple] = {}
+        self._native = self._native_filter()
+
+    def _native_filter(self) -> Any:
+        """The C loop of :meth:`filter_batch` (``_speedups.Filter``), or None: without
+        the C speedups, and for checks on the sample itself (cheap in Python)."""
+        speedups = load()
+        if speedups is None or self.needs_prefilter() or not self.needs_event():
+            return None
+        from ehtool.perfdata.records import Sample
+
+        self._speedups = speedups
+        self._names = tuple(sorted(self.expr.names)) if self.expr is not None else ()
+        self._found = bytearray(len(self._names))
+        return speedups.Filter({}, self._native_entry, self.select, self._found, Sample)
+
+    def filter_batch(self, batch: list) -> list:
+        """The samples of ``batch`` that :meth:`prefilter` and :meth:`select` keep, in
+        order; with the C speedups mostly decided in C (``ehtool.decode.native``)."""
+        if self._native is not None:
+            kept = self._native.filter(batch)
+            if self._unseen and any(self._found):
+                found = {n for n, hit in zip(self._names, self._found, strict=True) if hit}
+                self.seen |= found
+                self._unseen -= found
+            return kept
+        prefilter = self.prefilter if self.needs_prefilter() else None
+        select = self.select if self.needs_event() else None
+        return [sample for sample in batch
+                if (prefilter is None or prefilter(sample))
+                and (select is None or select(sample))]
+
+    def _native_entry(self, desc: Any) -> Any:
+        """What decides the samples of ``desc`` in the C loop (see ``_speedups.Filter``):
+        a Program, the EventHeader fast-cache lookup and its Programs, or None."""
+        name, provider, event, fmt, eh_offset = self._describe(desc)
+        if eh_offset is not None:
+            programs: dict[Any, Any] = {}
+
+            def program_of(info: Any) -> Any:
+                if len(programs) >= PLAN_CACHE_MAX:
+                    programs.clear()
+                return self._eventheader_program(info)
+            return (fmt.name, eh_offset, self._json_decoder().fast_cache, programs,
+                    program_of)
+        speedups = self._speedups
+        if not self._identity_passes(provider, event, None, None) or self.expr is None:
+            return native.decision(speedups, self.expr is None
+                                   and self._identity_passes(provider, event, None, None))
+        if fmt is None:
+            return None
+        fixed = {"n": name, "provider": provider, "event": event}
+        sources = native.tracefs_sources(fixed, fmt.fields, self._file.big_endian,
+                                         self._bases())
+        return native.program(speedups, self.expr, self._names, sources.__getitem__)
+
+    def _bases(self) -> set[str]:
+        """The expression's names without their tags."""
+        return {n.split(";", 1)[0] for n in self._names}
+
+    def _eventheader_program(self, info: Any) -> Any:
+        """The Program of the EventHeader events of ``info`` (fast-cache hits without
+        activity ids), or None."""
+        plan = info.plan.native
+        if plan is None:
+            return None
+        speedups = self._speedups
+        if not self._identity_passes(info.provider, info.event_name, info.level,
+                                     info.keyword):
+            return native.decision(speedups, False, plan)
+        if self.expr is None:
+            return native.decision(speedups, True, plan)
+        sources, marks = native.eventheader_sources(
+            info, bool(info.flags & _LITTLE_ENDIAN), _eventheader_meta(info, None, None),
+            self._bases())
+        return native.program(speedups, self.expr, self._names, sources.__getitem__, plan,
+                              marks)
 
     def _bound(self, when: tuple[str, int], t: int) -> int:
         kind, ns = when
@@ -260,7 +342,15 @@ class Selection:
             return True
         if self._view_only:  # only the expression: one typed decode answers everything
             return self._test(sample)
-        provider, event, level, keyword = self._identity(sample)
+        if not self._identity_passes(*self._identity(sample)):
+            return False
+        if self.expr is None or self.expr.on_sample:
+            return True
+        return self._test(sample)
+
+    def _identity_passes(self, provider: str, event: str, level: int | None,
+                         keyword: int | None) -> bool:
+        """--provider, --event, --level and --keyword on an event's identity."""
         if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
             return False
@@ -270,11 +360,7 @@ class Selection:
             return False
         if self.level is not None and (level is None or level > self.level):
             return False
-        if self.keyword is not None and (keyword is None or not keyword & self.keyword):
-            return False
-        if self.expr is None or self.expr.on_sample:
-            return True
-        return self._test(sample)
+        return self.keyword is None or (keyword is not None and bool(keyword & self.keyword))
 
     def _test(self, sample: Any) -> bool:
         """The expression on the typed event (only the fields it names decoded)."""

@@ -37,10 +37,9 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
     with ``sep`` (the writer's :attr:`~ehtool.render.document.EventsWriter.separator`),
     unfiltered batches come joined (:class:`Joined`: no bytes object per event)."""
     selection = options.selection
-    prefilter = (selection.prefilter if selection is not None and selection.needs_prefilter()
-                 else None)
-    select = selection.select if selection is not None and selection.needs_event() else None
-    if prefilter is None and select is None and not options.nonsample:
+    filtered = selection is not None and (selection.needs_prefilter()
+                                          or selection.needs_event())
+    if not filtered and not options.nonsample:
         if sep is not None:
             format_joined = fmt.format_joined
             for batch in f.batches(options.order, nonsample=False):
@@ -56,13 +55,7 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
     for batch in f.batches(options.order, nonsample=options.nonsample):
         # filter first (no formatting for events not printed), then format the rest
         # together: the C loop's fast path, and rel/delta times see only printed events
-        kept = []
-        for sample in batch:
-            if prefilter is not None and not prefilter(sample):
-                continue
-            if select is not None and not select(sample):
-                continue
-            kept.append(sample)
+        kept = selection.filter_batch(batch) if filtered else batch
         if not options.nonsample:
             yield format_many(kept)
             continue

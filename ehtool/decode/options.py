@@ -47,6 +47,10 @@ class EventSelection(Protocol):
     def select(self, sample: Sample | Record) -> bool:
         """Checks on the typed event (provider, level, fields...)."""
 
+    def filter_batch(self, batch: list[Sample | Record]) -> list[Sample | Record]:
+        """The samples of ``batch`` that :meth:`prefilter` and :meth:`select` keep, in
+        order (what the pipeline calls; a batch at a time, for the C loop)."""
+
     def report(self) -> list[str]:
         """State a worker process hands back (JSON-able), for :meth:`absorb`."""
 

@@ -41,22 +41,28 @@ class _Unsupported(Exception):
 
 
 def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
-                  fallback: Callable[[bytes, int, int], bytes]) -> Any:
+                  fallback: Callable[[bytes, int, int], bytes]) -> tuple[Any, tuple[int, ...]]:
     """The C renderer of ``defs`` (a ``_speedups.Plan``: ``render(data, p, o) -> bytes``,
-    and ``check(data, p, o)``, its bounds alone), or None when the C module is not
-    available or the definitions are better left to ``fallback``."""
+    and ``check(data, p, o)``, its bounds alone) and, per top-level field, the index in
+    its op list of the field's value op (-1 for a struct, whose members' ops follow a
+    literal); ``(None, ())`` when the C module is not available or the definitions are
+    better left to ``fallback``."""
     speedups = load()
     if speedups is None or len(defs) > TOP_LEVEL_FIELD_LIMIT:
-        return None
+        return None, ()
     ops: list[tuple] = []
+    starts: list[int] = []
     try:
-        static = _Compiler(style, little).members(defs, ops, 1, top=True)
+        static = _Compiler(style, little).members(defs, ops, 1, top=True, starts=starts)
     except _Unsupported:
-        return None
+        return None, ()
     budget = MOVE_NEXT_LIMIT - 1 - static  # the generated code's limit check
     if budget < 0:
-        return None
-    return speedups.Plan(_flatten(ops), little, budget, fallback)
+        return None, ()
+    moved: dict[int, int] = {}
+    flat = _flatten(ops, moved)
+    return (speedups.Plan(flat, little, budget, fallback),
+            tuple(moved.get(i, -1) for i in starts))
 
 
 class _Compiler:
@@ -65,11 +71,14 @@ class _Compiler:
         self.little = little
 
     def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
-                top: bool = False) -> int:
-        """Ops of an object's members; returns the static MoveNext steps."""
+                top: bool = False, starts: list[int] | None = None) -> int:
+        """Ops of an object's members; returns the static MoveNext steps (``starts``: the
+        index in ``ops`` of each member's first value op)."""
         steps = 0
         for i, d in enumerate(defs):
             _literal(ops, self.style.member_key(d.name, d.tag, first=not (top or i)))
+            if starts is not None:
+                starts.append(len(ops))
             steps += self.value(d, ops, depth)
         return steps
 
@@ -143,12 +152,15 @@ def _literal(ops: list[tuple], text: bytes) -> None:
     ops.append((OP_LIT, text))
 
 
-def _flatten(ops: list[tuple]) -> list[tuple]:
+def _flatten(ops: list[tuple], moved: dict[int, int] | None = None) -> list[tuple]:
     """The op list of ``_speedups.Plan``: each array's element ops follow it (its
-    ``body`` becomes their number) and adjacent literals of one level are merged."""
+    ``body`` becomes their number) and adjacent literals of one level are merged
+    (``moved``: index in ``ops`` -> index in the result, for the ops not merged)."""
     out: list[tuple] = []
     last_literal = -1
-    for op in ops:
+    for i, op in enumerate(ops):
+        if moved is not None and op[0] != OP_LIT:
+            moved[i] = len(out)
         if op[0] == OP_LIT:
             if last_literal == len(out) - 1 >= 0:
                 out[-1] = (OP_LIT, out[-1][1] + op[1])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import Any
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
@@ -97,12 +98,12 @@ class Plan:
     thousands of distinct ones)."""
 
     __slots__ = ("event_name", "event_name_json", "attributes", "fields", "render",
-                 "py_render", "check")
+                 "py_render", "check", "native", "starts")
 
     def __init__(self, event_name: bytes, event_name_json: bytes, attributes: bytes,
                  fields: list[FieldDef], render: Callable[[bytes, int, int], bytes],
                  py_render: Callable[[bytes, int, int], bytes],
-                 check: Callable[[bytes, int, int], object] | None = None) -> None:
+                 native: Any = None, starts: tuple[int, ...] = ()) -> None:
         #: the metadata event name up to its first ``;`` (bytes as stored)
         self.event_name = event_name
         #: its JSON string without the opening quote (``name"``)
@@ -115,7 +116,11 @@ class Plan:
         self.py_render = py_render
         #: ``check(data, p, o)``: raises what ``render`` would raise for the payload's
         #: layout, without writing it (the C walk; else ``render`` itself)
-        self.check = check or render
+        self.check = render if native is None else native.check
+        #: the C renderer (``_speedups.Plan``) or None, and the index in its op list of
+        #: each top-level field's value op (-1 for a struct; see ``native_render``)
+        self.native = native
+        self.starts = starts
 
     @property
     def source(self) -> str:
@@ -161,10 +166,10 @@ def compile_plan(metadata: bytes, little: bool, style: JsonStyle) -> Plan:
     name, defs = parse_metadata(metadata, little)
     event_name, _, attributes = name.partition(b";")
     python = PythonRender(defs, little, style, event_name)
-    fast = native_render(defs, little, style, python)
+    fast, starts = native_render(defs, little, style, python)
     return Plan(event_name, v.utf8_json(event_name)[1:], attributes and b";" + attributes,
                 defs, python.compiled() if fast is None else fast.render, python,
-                None if fast is None else fast.check)
+                fast, starts)
 
 
 class _Part:

@@ -31,3 +31,19 @@ def test_spec_field_order_is_the_c_loops():
     assert EventHeaderSpec._fields == ("kind", "tracepoint", "eventheader_offset", "head",
                                        "fast_cache", "handler", "activity_keys")
     assert FastEntry._fields == ("expect", "activity_size", "skip", "render", "info")
+
+
+FILTER_NAMES = [n for n in dir(speedups)
+                if n.split("_")[0] in ("SRC", "RD", "N", "CMP") and n.isupper()]
+
+
+def test_python_names_the_whole_filter_enums() -> None:
+    assert len(FILTER_NAMES) == 5 + 4 + 5 + 1
+
+
+@pytest.mark.parametrize("name", FILTER_NAMES)
+def test_filter_constant_equals_the_c_value(name: str, monkeypatch) -> None:
+    """The filter Programs' sources, reads and nodes (ehtool/decode/native.py)."""
+    monkeypatch.delenv("EHTOOL_PURE", raising=False)
+    require_speedups()
+    assert getattr(speedups.load(), name) == getattr(speedups, name)
