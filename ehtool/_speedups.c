@@ -2287,18 +2287,22 @@ static PyTypeObject FormatterType = {
  *   where its top-level ops ``marks`` (op indices, ascending) start; None for tracefs.
  * slots: the value of each name of the expression, (found, source, ...):
  *   (found, SRC_MISSING, None) | (found, SRC_CONST, value) | (found, SRC_SAMPLE, index)
- *   | (found, SRC_FIELD, mark, read: RD_*) | (found, SRC_RECORD, offset, size, element size,
+ *   | (found, SRC_COMM, names, tid index): the thread's name in the session's live dict
+ *   | (found, SRC_FIELD, mark, read: RD_*) | (found, SRC_RECORD, offset, size, element size
+ *   (0: a char array's text),
  *   signed, big endian); ``found``: the name's byte in the Filter's ``found``, set
  *   when the value is present in an event decided here.
  * nodes: (N_OR|N_AND, a, b) | (N_NOT, a) | (N_CMP, slot, op, value) | (N_NAME, slot),
- *   children before their parents, the root last; op: Py_LT..Py_GE, or CMP_BITS (&).
+ *   children before their parents, the root last; op: Py_LT..Py_GE, CMP_BITS (&), or
+ *   CMP_GLOB (~: the value is expression.glob_matcher's test, called on text).
  * decision: 0 or 1 when it is the same for every event (the nodes unused), else -1.
  * The comparisons are Python's (PyObject_RichCompare); a missing value is false; text
  * that compares as a number (``"0x..."``) is left to Python. */
-enum { SRC_MISSING = 0, SRC_CONST = 1, SRC_SAMPLE = 2, SRC_FIELD = 3, SRC_RECORD = 4 };
+enum { SRC_MISSING = 0, SRC_CONST = 1, SRC_SAMPLE = 2, SRC_FIELD = 3, SRC_RECORD = 4,
+       SRC_COMM = 5 };
 enum { RD_FIXED = 0, RD_UTF8 = 1, RD_LATIN1 = 2, RD_ARRAY = 3 };
 enum { N_OR = 0, N_AND = 1, N_NOT = 2, N_CMP = 3, N_NAME = 4 };
-enum { CMP_BITS = 6 };
+enum { CMP_BITS = 6, CMP_GLOB = 7 };
 #define PROGRAM_SLOTS 32
 #define DEFER (-2) /* a decision for the Python path */
 
@@ -2344,9 +2348,19 @@ compare(PyObject *left, int op, PyObject *right)
 {
     if (left == NULL)
         return 0; /* a missing name */
+    PyObject *r;
+    if (op == CMP_GLOB) { /* text only, as it is (no hex reading) */
+        if (!PyUnicode_Check(left))
+            return 0;
+        r = PyObject_CallOneArg(right, left);
+        if (r == NULL)
+            return -1;
+        int t = r != Py_None;
+        Py_DECREF(r);
+        return t;
+    }
     if (hex_text(left))
         return DEFER;
-    PyObject *r;
     if (op == CMP_BITS) {
         if (!PyLong_Check(left) || !PyLong_Check(right))
             return 0;
@@ -2506,6 +2520,15 @@ read_field(const Slot *s, const Op *op, Py_ssize_t p, const unsigned char *data,
 static int
 read_record(const Slot *s, const unsigned char *data, Py_ssize_t len, PyObject **out)
 {
+    if (s->esize == 0) { /* a char array: its text up to a NUL, Latin-1 ("" when cut) */
+        Py_ssize_t n = 0;
+        if (s->arg + s->size <= len) {
+            const unsigned char *nul = memchr(data + s->arg, 0, (size_t)s->size);
+            n = nul != NULL ? nul - (data + s->arg) : s->size;
+        }
+        *out = PyUnicode_DecodeLatin1((const char *)data + s->arg, n, NULL);
+        return *out == NULL ? FAIL_PY : OK;
+    }
     if (s->arg + s->size > len || s->size < s->esize) {
         *out = Py_NewRef(Py_None);
         return OK;
@@ -2531,6 +2554,15 @@ slot_value(const ProgramObject *g, const Slot *s, PyObject *sample, const unsign
         if (v != Py_None)
             *out = Py_NewRef(v);
         return OK;
+    }
+    case SRC_COMM: { /* session.comm(tid), for a sample with a tid */
+        PyObject *tid = PyTuple_GET_ITEM(sample, s->arg);
+        if (tid == Py_None)
+            return OK;
+        PyObject *v = PyDict_GetItemWithError(s->value, tid);
+        if (v != NULL)
+            *out = Py_NewRef(v);
+        return PyErr_Occurred() ? FAIL_PY : OK;
     }
     case SRC_FIELD:
         return read_field(s, g->marks[s->arg], at[s->arg], data, len, g->plan->little, out);
@@ -2611,6 +2643,14 @@ slot_from_tuple(Slot *s, PyObject *t)
         if (s->arg < 0 || s->arg > 3)
             goto bad;
         break;
+    case SRC_COMM:
+        if (n != 4 || !PyDict_Check(PyTuple_GET_ITEM(t, 2)))
+            goto bad;
+        s->value = Py_NewRef(PyTuple_GET_ITEM(t, 2));
+        s->arg = INT_AT(3);
+        if (s->arg < 0 || s->arg > 3)
+            goto bad;
+        break;
     case SRC_FIELD:
         if (n != 4)
             goto bad;
@@ -2628,7 +2668,7 @@ slot_from_tuple(Slot *s, PyObject *t)
         s->is_signed = INT_AT(5);
         s->big = INT_AT(6);
         if (s->arg < 0 || s->size < 1 ||
-            (s->esize != 1 && s->esize != 2 && s->esize != 4 && s->esize != 8))
+            (s->esize != 0 && s->esize != 1 && s->esize != 2 && s->esize != 4 && s->esize != 8))
             goto bad;
         break;
     default:
@@ -2676,7 +2716,8 @@ node_from_tuple(Node *n, PyObject *t, Py_ssize_t index, Py_ssize_t nslots)
             goto bad;
         n->op = INT_AT(2);
         n->value = Py_NewRef(PyTuple_GET_ITEM(t, 3));
-        if (n->a < 0 || n->a >= nslots || n->op < Py_LT || n->op > CMP_BITS)
+        if (n->a < 0 || n->a >= nslots || n->op < Py_LT || n->op > CMP_GLOB
+            || (n->op == CMP_GLOB && !PyCallable_Check(n->value)))
             goto bad;
         break;
     default:
@@ -3100,8 +3141,10 @@ PyInit__speedups(void)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
     EXPORT(SRC_MISSING) EXPORT(SRC_CONST) EXPORT(SRC_SAMPLE) EXPORT(SRC_FIELD) EXPORT(SRC_RECORD)
+    EXPORT(SRC_COMM)
     EXPORT(RD_FIXED) EXPORT(RD_UTF8) EXPORT(RD_LATIN1) EXPORT(RD_ARRAY)
     EXPORT(N_OR) EXPORT(N_AND) EXPORT(N_NOT) EXPORT(N_CMP) EXPORT(N_NAME) EXPORT(CMP_BITS)
+    EXPORT(CMP_GLOB)
 #undef EXPORT
     return m;
 }

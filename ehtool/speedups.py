@@ -30,8 +30,9 @@ def load() -> ModuleType | None:
     except ImportError:
         return None
 # the filter Programs of ``_speedups`` (ehtool/decode/native.py): where a name's value
-# comes from, how a field is read, the expression's nodes, and ``&`` beside Py_LT..Py_GE
-SRC_MISSING, SRC_CONST, SRC_SAMPLE, SRC_FIELD, SRC_RECORD = range(5)
+# comes from, how a field is read, the expression's nodes, and ``&``, ``~`` beside
+# Py_LT..Py_GE
+SRC_MISSING, SRC_CONST, SRC_SAMPLE, SRC_FIELD, SRC_RECORD, SRC_COMM = range(6)
 RD_FIXED, RD_UTF8, RD_LATIN1, RD_ARRAY = range(4)
 N_OR, N_AND, N_NOT, N_CMP, N_NAME = range(5)
-CMP_BITS = 6
+CMP_BITS, CMP_GLOB = 6, 7

@@ -213,9 +213,9 @@ def _getter(name: str) -> Callable[[dict[str, Any]], Any]:
 
 def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Predicate:
     """``get(view) OP value`` as :func:`_compare` says, with the operator chosen once."""
-    if op == "~":
-        return lambda view: _compare(op, get(view), value)
     right = constant(op, value)
+    if op == "~":
+        return lambda view: _glob(get(view), right)
     if op == "&":
         return lambda view: _compare(op, get(view), value)
     test = _ORDER[op]
@@ -235,9 +235,20 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
 
 
 def constant(op: str, value: Any) -> Any:
-    """The right-hand value ``OP value`` compares with (hex strings as numbers but for
-    ``~``)."""
-    return value if op == "~" else _number(value)
+    """The right-hand value ``OP value`` compares with: hex strings as numbers; for
+    ``~``, the glob's test (:func:`glob_matcher`)."""
+    return glob_matcher(value) if op == "~" else _number(value)
+
+
+def glob_matcher(pattern: Any) -> Callable[[str], Any]:
+    """``~ pattern``'s test: ``test(text)`` is a match (not None) when ``text`` matches
+    the glob as ``fnmatch.fnmatchcase`` says (its documented regular expression)."""
+    return re.compile(fnmatch.translate(str(pattern))).match
+
+
+def _glob(left: Any, test: Callable[[str], Any]) -> bool:
+    """``left ~ pattern``: only text matches."""
+    return isinstance(left, str) and test(left) is not None
 
 
 def _number(value: Any) -> Any:
@@ -252,8 +263,6 @@ def _number(value: Any) -> Any:
 def _compare(op: str, left: Any, right: Any) -> bool:
     if left is MISSING:
         return False
-    if op == "~":
-        return isinstance(left, str) and fnmatch.fnmatchcase(left, str(right))
     left, right = _number(left), _number(right)
     if op == "&":
         return isinstance(left, int) and isinstance(right, int) and bool(left & right)

@@ -209,16 +209,25 @@ class Selection:
 
     def _native_filter(self) -> Any:
         """The C loop of :meth:`filter_batch` (``_speedups.Filter``), or None: without
-        the C speedups, and for checks on the sample itself (cheap in Python)."""
+        the C speedups, and with the sample options (--pid, --since...), which Python
+        checks. An expression on sample meta alone has one Program for every event."""
         speedups = load()
-        if speedups is None or self.needs_prefilter() or not self.needs_event():
+        on_sample = self.expr is not None and self.expr.on_sample and not self.narrowed
+        if speedups is None or not (on_sample or (self.needs_event()
+                                                  and not self.needs_prefilter())):
             return None
         from ehtool.perfdata.records import Sample
 
         self._speedups = speedups
         self._names = tuple(sorted(self.expr.names)) if self.expr is not None else ()
         self._found = bytearray(len(self._names))
-        return speedups.Filter({}, self._native_entry, self.select, self._found, Sample)
+        #: what decides a desc's samples in C, and what decides those it leaves to Python
+        self._entry, self._fallback = self._native_entry, self.select
+        if on_sample:  # (the events themselves are not read: no walk, as in Python)
+            sources = native.sample_sources(self._bases(), self._file.session.comms)
+            whole = native.program(speedups, self.expr, self._names, sources.__getitem__)
+            self._entry, self._fallback = (lambda desc: whole), self.prefilter
+        return speedups.Filter({}, self._entry, self._fallback, self._found, Sample)
 
     def filter_batch(self, batch: list) -> list:
         """The samples of ``batch`` that :meth:`prefilter` and :meth:`select` keep, in

@@ -2,8 +2,8 @@
 ``_speedups.Filter``): for the events of one EventHeader EventInfo or one tracefs event,
 where the value of each name of the expression comes from (a constant of the event, the
 sample, a field read in place) and the expression's tree as nodes. Where the C code
-cannot answer as the Python path does (names through structs, ``comm``, ``~`` on a value
-that differs between events, values it does not read), there is no program and
+cannot answer as the Python path does (names through structs, ``comm``, values it does
+not read), there is no program and
 :meth:`ehtool.decode.filters.Selection.select` decides.
 """
 
@@ -15,10 +15,19 @@ from typing import Any
 from ehtool.decode.expression import Filter, Node, constant
 from ehtool.eventheader.grammar import FieldDef
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, fixed_kind, string_kind
-from ehtool.formats.tracefs_format import HEX, SCALAR, SIGNED, UNSIGNED, FieldFormat
+from ehtool.formats.tracefs_format import (
+    FIXED,
+    HEX,
+    SCALAR,
+    SIGNED,
+    STRING,
+    UNSIGNED,
+    FieldFormat,
+)
 from ehtool.perfdata.records import Sample
 from ehtool.speedups import (
     CMP_BITS,
+    CMP_GLOB,
     FX_BOOL,
     FX_ERRNO,
     FX_FLOAT,
@@ -35,6 +44,7 @@ from ehtool.speedups import (
     RD_FIXED,
     RD_LATIN1,
     RD_UTF8,
+    SRC_COMM,
     SRC_CONST,
     SRC_FIELD,
     SRC_MISSING,
@@ -44,8 +54,8 @@ from ehtool.speedups import (
 
 #: where the sample meta the C code reads is in a Sample
 SAMPLE_INDEX = {k: Sample._fields.index(k) for k in ("time", "cpu", "pid", "tid")}
-#: Python's Py_LT..Py_GE, and ``&``
-_OPS = {"<": 0, "<=": 1, "==": 2, "!=": 3, ">": 4, ">=": 5, "&": CMP_BITS}
+#: Python's Py_LT..Py_GE, and ``&``, ``~``
+_OPS = {"<": 0, "<=": 1, "==": 2, "!=": 3, ">": 4, ">=": 5, "&": CMP_BITS, "~": CMP_GLOB}
 #: the fixed-size kinds whose typed value the C code reads (ehtool.eventheader.kinds)
 _C_READS = frozenset((FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_BOOL, FX_FLOAT, FX_ERRNO))
 #: the string kinds it reads
@@ -59,7 +69,7 @@ Source = tuple | None
 
 
 class _Unsupported(Exception):
-    """The C nodes cannot say this (``~``)."""
+    """The C nodes cannot say this (an operator they do not know)."""
 
 
 def nodes(tree: Node, slot: Callable[[str], int]) -> list[tuple]:
@@ -131,6 +141,20 @@ def _meta_source(key: str, meta: dict[str, Any]) -> Source:
     if key in SAMPLE_INDEX:
         return SRC_SAMPLE, SAMPLE_INDEX[key]
     return (SRC_CONST, meta[key]) if key in meta else _MISSING
+
+
+def sample_sources(names: Iterable[str], comms: dict[int, str]) -> dict[str, Source]:
+    """The sources of ``names`` (base names) in an expression on sample meta alone, as
+    ``Selection.prefilter``'s view has them for every event: cpu, pid, tid, time and the
+    thread's name (``comms``: the session's live tid -> name dict), also as meta.KEY."""
+    found: dict[str, Source] = {}
+    for base in names:
+        key = base[5:] if base.startswith("meta.") else base
+        if key == "comm":
+            found[base] = SRC_COMM, comms, SAMPLE_INDEX["tid"]
+        else:
+            found[base] = (SRC_SAMPLE, SAMPLE_INDEX[key]) if key in SAMPLE_INDEX else _MISSING
+    return found
 
 
 def eventheader_sources(info: Any, little: bool, meta: dict[str, Any],
@@ -208,7 +232,10 @@ def tracefs_sources(fixed: dict[str, str], fields: list[FieldFormat], big_endian
 
 
 def _record(f: FieldFormat, big_endian: bool) -> Source:
-    """A tracefs scalar integer as ``field_value`` reads it, or None."""
+    """A tracefs scalar integer or fixed char array as ``field_value`` reads it, or
+    None."""
+    if f.array == FIXED and f.format == STRING and f.size > 0:  # element size 0: text
+        return SRC_RECORD, f.offset, f.size, 0, 0, int(big_endian)
     if f.array != SCALAR or f.format not in (UNSIGNED, SIGNED, HEX) or f.size < 1 \
             or f.element_size not in (1, 2, 4, 8):
         return None

@@ -75,6 +75,11 @@ class Session:
         """The thread's latest name from COMM (or inherited at FORK), if seen."""
         return self._comm.get(tid)
 
+    @property
+    def comms(self) -> dict[int, str]:
+        """Thread id -> latest name: the live dict :meth:`comm` reads (do not change it)."""
+        return self._comm
+
     def set_comm(self, tid: int, comm: str) -> None:
         self._comm[tid] = comm
 

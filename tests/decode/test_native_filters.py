@@ -146,16 +146,16 @@ def _compare(path: str, **options) -> tuple[int, int]:
     with PerfDataFile.open(path, on_error=lambda err: None) as f:
         fast.bind(f)
         slow.bind(f)
-        if fast._native is None:  # checks on the sample alone: Python's
+        if fast._native is None:  # the sample options (--pid, --since...): Python's
             assert fast.needs_prefilter()
             return 0, 0
         slow._native = None  # the Python path
+        fallback = fast._fallback
 
         def select(sample):
             asked[0] += 1
-            return fast.select(sample)
-        fast._native = speedups.load().Filter({}, fast._native_entry, select, fast._found,
-                                              Sample)
+            return fallback(sample)
+        fast._native = speedups.load().Filter({}, fast._entry, select, fast._found, Sample)
         for batch in f.batches("file", nonsample=False):
             total += len(batch)
             want = [s.offset for s in slow.filter_batch(batch)]
@@ -383,11 +383,11 @@ def test_encoded_events_of_every_kind(tmp_path_factory):
             slow._native = None
             asked = [0]
 
-            def select(sample, fast=fast, asked=asked):
+            def select(sample, fallback=fast._fallback, asked=asked):
                 asked[0] += 1
-                return fast.select(sample)
-            fast._native = speedups.load().Filter({}, fast._native_entry, select,
-                                                  fast._found, Sample)
+                return fallback(sample)
+            fast._native = speedups.load().Filter({}, fast._entry, select, fast._found,
+                                                  Sample)
             for start in range(0, len(samples), 100):
                 batch = samples[start:start + 100]
                 assert ([s.offset for s in fast.filter_batch(batch)]

@@ -38,7 +38,7 @@ FILTER_NAMES = [n for n in dir(speedups)
 
 
 def test_python_names_the_whole_filter_enums() -> None:
-    assert len(FILTER_NAMES) == 5 + 4 + 5 + 1
+    assert len(FILTER_NAMES) == 6 + 4 + 5 + 2
 
 
 @pytest.mark.parametrize("name", FILTER_NAMES)
