@@ -205,16 +205,53 @@ class Selection:
         self._views: dict[Any, Callable[[Any], dict[str, Any]]] = {}
         self._extractors: dict[Any, Callable[[bytes, int, int], Any] | None] = {}
         self._shared: dict[Any, tuple] = {}
+        self._step = self._sample_step()
         self._native = self._native_filter()
+
+    def _sample_step(self) -> Callable[[list], list] | None:
+        """--pid, --tid, --cpu, --since and --until on a whole batch: :meth:`prefilter`'s
+        checks and window counts without a call per sample. None when prefilter has more
+        to check (--comm, an expression on sample meta) or nothing."""
+        if self.comms or (self.expr is not None and self.expr.on_sample) or not (
+                self.pids or self.tids or self.cpus or self.since or self.until):
+            return None
+        pids, tids, cpus, since, until = self.pids, self.tids, self.cpus, self.since, \
+            self.until
+
+        def step(batch: list) -> list:
+            if pids:
+                batch = [s for s in batch if s.pid in pids]
+            if tids:
+                batch = [s for s in batch if s.tid in tids]
+            if cpus:
+                batch = [s for s in batch if s.cpu in cpus]
+            if not (since or until):
+                return batch
+            timed = [s for s in batch if s.time is not None]
+            if not timed:
+                return []
+            window = self._window
+            if not window[0]:
+                window[2] = timed[0].time
+            window[0] += len(timed)
+            window[3] = timed[-1].time
+            lo = self._bound(since, timed[0].time) if since else None
+            hi = self._bound(until, timed[0].time) if until else None
+            kept = [s for s in timed if (lo is None or s.time >= lo)
+                    and (hi is None or s.time <= hi)]
+            window[1] += len(kept)
+            return kept
+
+        return step
 
     def _native_filter(self) -> Any:
         """The C loop of :meth:`filter_batch` (``_speedups.Filter``), or None: without
-        the C speedups, and with the sample options (--pid, --since...), which Python
-        checks. An expression on sample meta alone has one Program for every event."""
+        the C speedups, and with --comm (Python checks it). An expression on sample meta
+        alone has one Program for every event."""
         speedups = load()
         on_sample = self.expr is not None and self.expr.on_sample and not self.narrowed
-        if speedups is None or not (on_sample or (self.needs_event()
-                                                  and not self.needs_prefilter())):
+        rest = self.needs_prefilter() and self._step is None  # prefilter left to call
+        if speedups is None or not (on_sample or (self.needs_event() and not rest)):
             return None
         from ehtool.perfdata.records import Sample
 
@@ -232,6 +269,8 @@ class Selection:
     def filter_batch(self, batch: list) -> list:
         """The samples of ``batch`` that :meth:`prefilter` and :meth:`select` keep, in
         order; with the C speedups mostly decided in C (``ehtool.decode.native``)."""
+        if self._step is not None:
+            batch = self._step(batch)
         if self._native is not None:
             kept = self._native.filter(batch)
             if self._unseen and any(self._found):
@@ -239,6 +278,8 @@ class Selection:
                 self.seen |= found
                 self._unseen -= found
             return kept
+        if self._step is not None:
+            return batch if not self.needs_event() else [s for s in batch if self.select(s)]
         prefilter = self.prefilter if self.needs_prefilter() else None
         select = self.select if self.needs_event() else None
         return [sample for sample in batch

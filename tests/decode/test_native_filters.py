@@ -13,6 +13,8 @@ import pytest
 from golden import golden_path
 from impl import require_speedups
 
+REPO = Path(__file__).resolve().parents[2]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: every operator, missing names, hex strings, strings against ints, floats, bools,
@@ -395,3 +397,35 @@ def test_encoded_events_of_every_kind(tmp_path_factory):
             assert fast.seen == slow.seen, text
             decided += len(samples) - asked[0]
     assert decided > len(texts) * len(samples) // 2
+
+
+@pytest.mark.parametrize("options", [
+    {"pids": (30907,)}, {"cpus": (1,)}, {"tids": (0, 103)},
+    {"since": "0.1"}, {"until": "0.15"}, {"since": "0.05", "until": "0.1", "cpus": (0,)},
+    {"since": "2026-11-22T11:10:03.1Z"}, {"since": "2024-03-28T00:45:15Z",
+                                          "until": "2024-03-28T00:45:16Z"},
+    {"since": "9", "until": "10"}, {"until": "0"}, {"since": "0", "cpus": (1,)},
+    {"cpus": (0,), "expr": "prev_pid > 3 || level <= 4"},
+    {"since": "0.5", "providers": ("TestProviderC*",), "expr": "a1 > 3"},
+])
+@pytest.mark.parametrize("path", ["golden", "examples/sched.data", "examples/eventheader.data"])
+def test_sample_options_on_a_batch_keep_what_prefilter_keeps(path, options):
+    """--pid/--tid/--cpu/--since/--until checked a batch at a time keep the samples, and
+    count the window for the warnings, as prefilter does a sample at a time."""
+    from ehtool.decode.filters import Selection
+    from ehtool.perfdata import PerfDataFile
+
+    path = str(golden_path("linuxtracepoints/perf.data")) if path == "golden" else \
+        str(REPO / path)
+    fast, slow = Selection(**options), Selection(**options)
+    assert fast._sample_step() is not None
+    with PerfDataFile.open(path, on_error=lambda err: None) as f:
+        fast.bind(f)
+        slow.bind(f)
+        slow._step = slow._native = None  # prefilter and select, a sample at a time
+        for batch in f.batches("time", nonsample=False):
+            assert ([s.offset for s in fast.filter_batch(batch)]
+                    == [s.offset for s in slow.filter_batch(batch)]), options
+    assert fast._window == slow._window
+    assert fast.time_warnings() == slow.time_warnings()
+    assert fast.seen == slow.seen
