@@ -35,7 +35,7 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
                    sep: bytes | None = None) -> Iterator[list[bytes] | Joined]:
     """The formatted (and filtered) events of an open perf.data file, a list at a time;
     with ``sep`` (the writer's :attr:`~ehtool.render.document.EventsWriter.separator`),
-    unfiltered batches come joined (:class:`Joined`: no bytes object per event)."""
+    batches of samples come joined (:class:`Joined`: no bytes object per event)."""
     selection = options.selection
     filtered = selection is not None and (selection.needs_prefilter()
                                           or selection.needs_event())
@@ -57,7 +57,10 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
         # together: the C loop's fast path, and rel/delta times see only printed events
         kept = selection.filter_batch(batch) if filtered else batch
         if not options.nonsample:
-            yield format_many(kept)
+            if sep is None:
+                yield format_many(kept)
+            elif kept:
+                yield Joined(fmt.format_joined(kept, sep), len(kept))
             continue
         out: list[bytes] = []
         run: list = []
