@@ -209,14 +209,16 @@ class Selection:
         self._native = self._native_filter()
 
     def _sample_step(self) -> Callable[[list], list] | None:
-        """--pid, --tid, --cpu, --since and --until on a whole batch: :meth:`prefilter`'s
-        checks and window counts without a call per sample. None when prefilter has more
-        to check (--comm, an expression on sample meta) or nothing."""
-        if self.comms or (self.expr is not None and self.expr.on_sample) or not (
-                self.pids or self.tids or self.cpus or self.since or self.until):
+        """--pid, --tid, --cpu, --comm, --since and --until on a whole batch:
+        :meth:`prefilter`'s checks and window counts without a call per sample. None when
+        prefilter has more to check (an expression on sample meta) or nothing."""
+        if (self.expr is not None and self.expr.on_sample) or not (
+                self.pids or self.tids or self.cpus or self.comms or self.since
+                or self.until):
             return None
         pids, tids, cpus, since, until = self.pids, self.tids, self.cpus, self.since, \
             self.until
+        comm_ok = self._comm_check() if self.comms else None
 
         def step(batch: list) -> list:
             if pids:
@@ -225,6 +227,8 @@ class Selection:
                 batch = [s for s in batch if s.tid in tids]
             if cpus:
                 batch = [s for s in batch if s.cpu in cpus]
+            if comm_ok is not None:
+                batch = [s for s in batch if comm_ok(s.tid)]
             if not (since or until):
                 return batch
             timed = [s for s in batch if s.time is not None]
@@ -243,6 +247,24 @@ class Selection:
             return kept
 
         return step
+
+    def _comm_check(self) -> Callable[[int | None], bool]:
+        """--comm on a thread id: its session name matches a glob (the answer kept per
+        name)."""
+        names = self._file.session.comms
+        globs = self.comms
+        verdicts: dict[str, bool] = {}
+
+        def check(tid: int | None) -> bool:
+            name = names.get(tid) if tid is not None else None
+            if name is None:
+                return False
+            verdict = verdicts.get(name)
+            if verdict is None:
+                verdict = verdicts[name] = any(fnmatch.fnmatchcase(name, g) for g in globs)
+            return verdict
+
+        return check
 
     def _native_filter(self) -> Any:
         """The C loop of :meth:`filter_batch` (``_speedups.Filter``), or None: without

@@ -407,6 +407,8 @@ def test_encoded_events_of_every_kind(tmp_path_factory):
     {"since": "9", "until": "10"}, {"until": "0"}, {"since": "0", "cpus": (1,)},
     {"cpus": (0,), "expr": "prev_pid > 3 || level <= 4"},
     {"since": "0.5", "providers": ("TestProviderC*",), "expr": "a1 > 3"},
+    {"comms": ("p*",)}, {"comms": ("mig*", "sw*"), "since": "0.1"},
+    {"comms": ("e*",), "expr": "level <= 4"},
 ])
 @pytest.mark.parametrize("path", ["golden", "examples/sched.data", "examples/eventheader.data"])
 def test_sample_options_on_a_batch_keep_what_prefilter_keeps(path, options):
@@ -418,10 +420,10 @@ def test_sample_options_on_a_batch_keep_what_prefilter_keeps(path, options):
     path = str(golden_path("linuxtracepoints/perf.data")) if path == "golden" else \
         str(REPO / path)
     fast, slow = Selection(**options), Selection(**options)
-    assert fast._sample_step() is not None
     with PerfDataFile.open(path, on_error=lambda err: None) as f:
         fast.bind(f)
         slow.bind(f)
+        assert fast._step is not None
         slow._step = slow._native = None  # prefilter and select, a sample at a time
         for batch in f.batches("time", nonsample=False):
             assert ([s.offset for s in fast.filter_batch(batch)]
