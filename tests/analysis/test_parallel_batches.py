@@ -157,7 +157,7 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
     copies = [str(big)] * 48  # many seconds: the signal must end it long before that
     proc = subprocess.Popen([sys.executable, "-m", "ehtool", *args, *copies], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_signals)
     if "1" in argv:  # one process: stopped while it decodes (a fifth of the way)
         time.sleep(1.0)
         assert proc.poll() is None, "finished before the signal"
@@ -189,6 +189,15 @@ def test_a_signal_ends_the_workers_and_leaves_no_file(big, tmp_path, argv, signu
         "out.parquet"]
     time.sleep(0.2)
     assert not _running_with(str(big)), "a worker outlived the command"
+
+
+def _default_signals() -> None:
+    """In the command's process: SIGINT and SIGHUP as a terminal session has them (a
+    test run under nohup, or in a background job, inherits them ignored)."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _running_with(arg: str) -> list[int]:

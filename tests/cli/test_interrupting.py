@@ -23,7 +23,9 @@ def test_a_signal_calls_back_from_a_thread_and_ends_the_block(signum, raised):
         called.append(threading.current_thread().name)
         done.set()
 
-    before = signal.getsignal(signum)
+    # (a run under nohup, or in a background job, inherits SIGHUP or SIGINT ignored)
+    before = signal.signal(signum, signal.default_int_handler)
+    before, original = signal.getsignal(signum), before
     with pytest.raises(raised) as caught, interrupting(interrupt):
         os.kill(os.getpid(), signum)
         assert done.wait(10)
@@ -35,6 +37,7 @@ def test_a_signal_calls_back_from_a_thread_and_ends_the_block(signum, raised):
         assert caught.value.code == 128 + signum
     assert signal.getsignal(signum) is before
     assert signal.set_wakeup_fd(-1) == -1  # none left behind
+    signal.signal(signum, original)
 
 
 def test_without_a_signal_the_block_is_untouched():
