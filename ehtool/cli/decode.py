@@ -348,6 +348,7 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
     from ehtool.errors import EhtoolError
     from ehtool.events import open as open_events
     from ehtool.render.text import event_line, time_texts
+    from ehtool.render.times import no_clock_warning
 
     failed = False
     with atomic_output(output or "-") as out:
@@ -356,9 +357,7 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
                 with open_events(path, order=order) as events:
                     clock = events.perf.session.clock
                     if time_mode == "iso" and not clock.utc_known:
-                        warn(f"{path}: no clock data (record with perf record -k "
-                             "CLOCK_REALTIME or -k monotonic): times are seconds of the "
-                             "session clock")
+                        warn(no_clock_warning(path))
                     shown = events if selection is None else events.filtered(selection)
                     when = time_texts(time_mode, clock)
                     for ev in shown:

@@ -268,8 +268,9 @@ class Selection:
 
     def _native_filter(self) -> Any:
         """The C loop of :meth:`filter_batch` (``_speedups.Filter``), or None: without
-        the C speedups, and with --comm (Python checks it). An expression on sample meta
-        alone has one Program for every event."""
+        the C speedups, and when an expression on sample meta comes with other options
+        (Python checks it). An expression on sample meta alone has one Program for every
+        event."""
         speedups = load()
         on_sample = self.expr is not None and self.expr.on_sample and not self.narrowed
         rest = self.needs_prefilter() and self._step is None  # prefilter left to call

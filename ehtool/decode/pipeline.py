@@ -22,6 +22,7 @@ from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
 from ehtool.errors import EhtoolError, InputError, combined
+from ehtool.render.times import no_clock_warning
 
 if TYPE_CHECKING:
     from ehtool.perfdata import PerfDataFile
@@ -218,8 +219,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
         else:
             yield from format_batches(f, fmt, options, writer.separator)
         if options.time == "iso" and not f.session.clock.utc_known and options.warn:
-            options.warn(f"{path}: no clock data (record with perf record -k CLOCK_REALTIME "
-                         "or -k monotonic): times are seconds of the session clock")
+            options.warn(no_clock_warning(path))
         if problems:
             raise combined(problems)
 
