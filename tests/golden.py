@@ -23,3 +23,26 @@ def golden_path(name: str) -> Path:
             pytest.fail(f"{why} (EHTOOL_REQUIRE_GOLDEN=1)", pytrace=False)
         pytest.skip(why)
     return path
+
+
+def mutated_golden(dst: Path, seed: int) -> str:
+    """Write to ``dst`` the reference recording with a byte changed in 200 EventHeader
+    samples, chosen by ``seed`` (some become malformed, some change values, names or
+    levels); its path."""
+    import random
+
+    from ehtool.perfdata import PerfDataFile
+
+    src = golden_path("linuxtracepoints/perf.data")
+    data = bytearray(src.read_bytes())
+    with PerfDataFile.open(str(src)) as f:
+        spots = [(s.offset, len(s.raw), s.desc.format.eventheader_offset)
+                 for s in f.samples("file")
+                 if getattr(s.desc.format, "eventheader_offset", None) is not None]
+    rng = random.Random(seed)
+    for offset, raw_len, eh_offset in rng.sample(spots, 200):
+        end = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
+        at = rng.randrange(end - raw_len + eh_offset, end)  # in the EventHeader event
+        data[at] = rng.randrange(256)
+    dst.write_bytes(bytes(data))
+    return str(dst)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import golden
 from ehtool.decode.expression import FilterSyntaxError, compile_filter
 from golden import golden_path
 
@@ -183,26 +184,7 @@ EXPRESSIONS = ["prev_pid > 100", "level <= 3", "meta.level <= 3", "n ~ \"*Cpp*\"
 
 @pytest.fixture(scope="module")
 def mutated_golden(tmp_path_factory) -> str:
-    """The reference recording with a byte changed in 200 EventHeader samples (some
-    become malformed, some change values, names or levels)."""
-    import random
-
-    from ehtool.perfdata import PerfDataFile
-
-    src = golden_path("linuxtracepoints/perf.data")
-    data = bytearray(src.read_bytes())
-    with PerfDataFile.open(str(src)) as f:
-        spots = [(s.offset, len(s.raw), s.desc.format.eventheader_offset)
-                 for s in f.samples("file")
-                 if getattr(s.desc.format, "eventheader_offset", None) is not None]
-    rng = random.Random(7)
-    for offset, raw_len, eh_offset in rng.sample(spots, 200):
-        end = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
-        at = rng.randrange(end - raw_len + eh_offset, end)  # in the EventHeader event
-        data[at] = rng.randrange(256)
-    path = tmp_path_factory.mktemp("mut") / "mutated.data"
-    path.write_bytes(bytes(data))
-    return str(path)
+    return golden.mutated_golden(tmp_path_factory.mktemp("mut") / "mutated.data", 7)
 
 
 def _recording(name: str, request) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from golden import golden_path
+from golden import golden_path, mutated_golden
 from impl import require_speedups
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,27 +110,11 @@ _MUTATED: dict[str, str] = {}
 
 
 def _mutated(tmp_path_factory) -> str:
-    """The reference recording with a byte changed in 200 EventHeader samples (some
-    become malformed, some change values, names or levels)."""
-    if "path" in _MUTATED:
-        return _MUTATED["path"]
-    from ehtool.perfdata import PerfDataFile
-
-    src = golden_path("linuxtracepoints/perf.data")
-    data = bytearray(src.read_bytes())
-    with PerfDataFile.open(str(src)) as f:
-        spots = [(s.offset, len(s.raw), s.desc.format.eventheader_offset)
-                 for s in f.samples("file")
-                 if getattr(s.desc.format, "eventheader_offset", None) is not None]
-    rng = random.Random(11)
-    for offset, raw_len, eh_offset in rng.sample(spots, 200):
-        end = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
-        at = rng.randrange(end - raw_len + eh_offset, end)
-        data[at] = rng.randrange(256)
-    path = tmp_path_factory.mktemp("native") / "mutated.data"
-    path.write_bytes(bytes(data))
-    _MUTATED["path"] = str(path)
-    return str(path)
+    """The reference recording with a byte changed in 200 EventHeader samples."""
+    if "path" not in _MUTATED:
+        _MUTATED["path"] = mutated_golden(tmp_path_factory.mktemp("native") / "mutated.data",
+                                          11)
+    return _MUTATED["path"]
 
 
 def _compare(path: str, **options) -> tuple[int, int]:
