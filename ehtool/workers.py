@@ -7,6 +7,11 @@ worker is recorded. The child starts with them still held and calls :func:`relea
 inside its own ``try``, so whatever a signal raises there is its to report. A pipe
 tells the parent when a worker is gone: its read end reaches EOF when the worker exits,
 however it exits.
+
+A worker may say once, with :func:`idle`, that it has nothing left to compute (a byte on
+the same pipe): its owner can then give its core to another. A worker forked with
+``holds=True`` may also keep its result until its owner lets it go: :func:`hold` waits
+for the owner's :func:`let_go` (a byte on a second pipe) or its exit (EOF there).
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _before: list[tuple[set[int], dict[int, Any]]] = []
 #: the owner of the workers reaps them while another thread may kill them (Source.stop)
 _reaping = threading.Lock()
+#: in the owner: the write ends of the holding workers' go pipes (a worker forked later
+#: closes them, so that each one's read end reaches EOF when the owner is gone)
+_go_ends: set[int] = set()
+#: in a worker: the write end of its ``ended`` pipe, and the read end of its go pipe
+_alive = -1
+_go = -1
 
 
 def ahead(jobs: int) -> int:
@@ -45,10 +56,19 @@ class Worker:
     pid: int
     ended: int
     status: int | None = None
+    #: the write end of its go pipe (a worker forked with ``holds=True``), else -1
+    go: int = -1
+    #: it said it has nothing left to compute (:func:`idle`)
+    idle: bool = False
 
     @property
     def running(self) -> bool:
         return self.status is None
+
+    @property
+    def busy(self) -> bool:
+        """Running and not idle: it needs a core."""
+        return self.status is None and not self.idle
 
 
 @contextlib.contextmanager
@@ -98,24 +118,78 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def fork(run: Callable[[], object]) -> Worker:
+def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:
     """Fork a worker that runs ``run()`` and exits with status 0 (``run`` reports its
     own results and errors; it should call :func:`release`). Call it inside
-    :func:`held_signals`, and record the worker before the block ends."""
+    :func:`held_signals`, and record the worker before the block ends. With ``holds``,
+    the worker may :func:`hold` its result until :func:`let_go`."""
+    global _alive, _go
     ended, alive = os.pipe()
+    go_read, go_write = os.pipe() if holds else (-1, -1)
     pid = os.fork()
     if pid == 0:  # never returns
         try:
             os.close(ended)
+            for fd in (go_write, *_go_ends):
+                if fd >= 0:
+                    os.close(fd)
+            _go_ends.clear()
+            _alive, _go = alive, go_read
+            if go_read >= 0:
+                os.set_blocking(go_read, False)  # (released() must not wait)
             run()
         finally:
             os._exit(0)
     os.close(alive)
-    return Worker(pid, ended)
+    if holds:
+        os.close(go_read)
+        _go_ends.add(go_write)
+    return Worker(pid, ended, go=go_write)
+
+
+def idle() -> None:
+    """In a worker: tell the owner it has nothing left to compute (call it once)."""
+    os.write(_alive, b"i")
+
+
+def hold() -> bool:
+    """In a worker forked with ``holds=True``: wait until it is let go (True) or the
+    owner is gone (False)."""
+    state = released()
+    while state is None:
+        select.select([_go], [], [])
+        state = released()
+    return state
+
+
+def released() -> bool | None:
+    """In a worker forked with ``holds=True``: True once let go, False if the owner is
+    gone, None while it has said neither (it does not wait)."""
+    try:
+        data = os.read(_go, 1)
+    except BlockingIOError:
+        return None
+    return data == b"g"
+
+
+def let_go(w: Worker) -> None:
+    """End a holding worker's wait (or tell it in advance: it need not hold at all)."""
+    if w.go >= 0:
+        with contextlib.suppress(BrokenPipeError):
+            os.write(w.go, b"g")
+        _close_go(w)
+
+
+def _close_go(w: Worker) -> None:
+    if w.go >= 0:
+        os.close(w.go)
+        _go_ends.discard(w.go)
+        w.go = -1
 
 
 def wait_any(workers: Iterable[Worker]) -> None:
-    """Sleep until at least one running worker of ``workers`` ends; reap those that did."""
+    """Sleep until a running worker of ``workers`` ends, or a busy one becomes idle
+    (with none busy: until one ends); reap those that ended."""
     waiting = {w.ended: w for w in workers if w.running}
     if not waiting:
         return
@@ -123,7 +197,17 @@ def wait_any(workers: Iterable[Worker]) -> None:
     for fd in waiting:
         poll.register(fd, select.POLLIN)
     for fd, _ in poll.poll():
-        _reap(waiting[fd])
+        w = waiting[fd]
+        if os.read(fd, 1):
+            w.idle = True
+        else:
+            _reap(w)
+
+
+def wait(w: Worker) -> None:
+    """Sleep until ``w`` ends, and reap it."""
+    if w.running:
+        _reap(w)
 
 
 def stop(workers: Iterable[Worker]) -> None:
@@ -142,6 +226,7 @@ def _reap(w: Worker) -> None:
         except ChildProcessError:  # reaped elsewhere: it is gone all the same
             w.status = -1
     os.close(w.ended)
+    _close_go(w)
 
 
 def kill(workers: Iterable[Worker]) -> None:

@@ -9,7 +9,8 @@ a temporary file framed to follow the previous part. The first part is formatted
 the calling process, the others are spliced in after it, in order.
 
 Several inputs are decoded side by side instead, one process each (at most N at a
-time), and spliced in argument order.
+time); each worker holds its events until the inputs before it are written, then
+writes them to the output itself (:mod:`ehtool.decode.handover`).
 
 Whatever the split, the result is one process's: each part's warnings follow the
 previous part's, recoverable problems are reported together after the last record,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gc
 import json
 import os
@@ -32,6 +34,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
+from ehtool.decode.handover import HeldOutput, held_limit, part_file_error
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit
 from ehtool.workers import Worker
@@ -62,6 +65,8 @@ class WorkerReport:
     internal: str | None = None
     #: the worker could not write its part (ENOSPC, EFBIG): -o FILE is left as it was
     output_error: str | None = None
+    #: the reader of the output went away (EPIPE) while the worker wrote to it
+    broken_pipe: bool = False
     selection: list[str] = field(default_factory=list)
 
     @classmethod
@@ -154,41 +159,38 @@ def _replay(report: WorkerReport, options: DecodeOptions, problems: list[InputEr
     problems += [InputError(message) for message in report.problems]
 
 
-def _write_part(batches: Iterator[Batch], writer: EventsWriter, out: BinaryIO,
-                report: WorkerReport) -> None:
-    """A worker's events into ``out``, framed to follow the caller's; a fatal input
-    error ends them and goes into ``report``."""
-    with open(os.dup(out.fileno()), "wb", buffering=1 << 20) as sink:
-        sub = writer.continuation(sink)
-        try:
-            for batch in batches:  # (a worker's batches are never Spliced: jobs=1)
-                if type(batch) is Joined:
-                    sub.joined(batch.data, batch.count)
-                    report.count += batch.count
-                else:
-                    sub.events(batch)
-                    report.count += len(batch)
-        except EhtoolError as exc:
-            report.fatal = str(exc)
+def _write_part(batches: Iterator[Batch], sub: EventsWriter, report: WorkerReport) -> None:
+    """A worker's events through ``sub`` (a continuation of the caller's writer); a
+    fatal input error ends them and goes into ``report``."""
+    try:
+        for batch in batches:  # (a worker's batches are never Spliced: jobs=1)
+            if type(batch) is Joined:
+                sub.joined(batch.data, batch.count)
+                report.count += batch.count
+            else:
+                sub.events(batch)
+                report.count += len(batch)
+    except EhtoolError as exc:
+        report.fatal = str(exc)
 
 
-def _ended(report: WorkerReport, exc: BaseException) -> None:
-    """What ended a worker early, for the caller: a signal, or an internal error."""
+def _ended(report: WorkerReport, exc: BaseException, *, part: bool) -> None:
+    """What ended a worker early, for the caller: a signal, an output error (``part``:
+    the worker writes only its part file) or an internal error."""
     if isinstance(exc, KeyboardInterrupt):
         report.signal = 2
     elif isinstance(exc, SystemExit):  # SignalExit: a terminating signal reached it
         code = exc.code
         report.signal = code - 128 if isinstance(code, int) and code > 128 else 15
-    elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG on its part's file
-        report.output_error = part_file_error(exc)
+    elif isinstance(exc, BrokenPipeError) and not part:
+        report.broken_pipe = True
+    elif isinstance(exc, OutputError):
+        report.output_error = str(exc)
+    elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG
+        report.output_error = (part_file_error(exc) if part
+                               else f"cannot write output: {exc.strerror}")
     else:
         report.internal = f"internal error in a decoding worker: {exc!r}"
-
-
-def part_file_error(exc: OSError) -> str:
-    """The message for a worker that could not write its part (a temporary file)."""
-    return (f"cannot write output: {exc.strerror} (a worker's part, in "
-            f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
 
 
 def _kill_group(pid: int) -> None:
@@ -228,12 +230,13 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
                         finally:
                             os._exit(1)
                 f.stop_at_split(targets[index])
-            _write_part(format_batches(f, fmt, options, writer.separator), writer,
-                        outs[index - 1], report)
+            with open(os.dup(outs[index - 1].fileno()), "wb", buffering=1 << 20) as sink:
+                _write_part(format_batches(f, fmt, options, writer.separator),
+                            writer.continuation(sink), report)
             if options.selection is not None:
                 report.selection = options.selection.report()
     except BaseException as exc:  # reported by the caller, which owns stderr's story
-        _ended(report, exc)
+        _ended(report, exc, part=True)
     finally:
         report.write(reports[index - 1])
         if child:
@@ -247,93 +250,104 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
 
 # -- several inputs side by side ------------------------------------------------------
 
-@dataclass
-class FileResult:
-    """One input decoded by a worker: its events framed in ``out`` and what to report."""
-
-    out: BinaryIO
-    report: WorkerReport
-    #: the input's error (a fatal one, or its recoverable problems together)
-    error: str | None = None
-
-
 def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWriter,
                      decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
-                     ) -> Iterator[tuple[str, FileResult | None]]:
-    """Decode ``paths`` with up to ``options.jobs`` processes at a time and yield each
-    input's result in argument order. ``decode_one(path, options, writer)`` gives an
-    input's batches (one process: its options say jobs=1). The calling process is one
-    of the N: when every input before the next one is written and no worker has taken
-    it, the result is None and the caller decodes that input itself, straight to its
-    output (no part file), while the workers take the inputs after it."""
+                     ) -> Iterator[tuple[str, WorkerReport | None]]:
+    """Decode ``paths`` with up to ``options.jobs`` processes at a time, in argument
+    order. ``decode_one(path, options, writer)`` gives an input's batches (one process:
+    its options say jobs=1). ``writer`` must write to a file descriptor.
+
+    The calling process is one of the N: when every input before the next one is
+    written and no worker has taken it, this yields ``(path, None)`` and the caller
+    decodes that input itself, straight to ``writer``, while workers take the inputs
+    after it. A worker's input is written here: its array is opened, the worker (which
+    has held its events: :mod:`ehtool.decode.handover`) is let go to write them to the
+    shared descriptor, and the array is closed; then this yields ``(path, report)`` for
+    the caller to report its warnings and error (``report.fatal``)."""
     pending = list(paths)
     running: list[_Running] = []  # in argument order
-    slots = max(1, options.jobs - 1)
+    fd = writer.out.fileno()
+
+    def start(busy: int) -> None:
+        """Fork workers for the next inputs while fewer than ``busy`` compute."""
+        while (pending and sum(r.worker.busy for r in running) < busy
+               and len(running) < workers.ahead(options.jobs)):
+            path = pending.pop(0)
+            report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
+            limit = held_limit(sum(r.limit for r in running if r.worker.go >= 0))
+            with workers.held_signals():
+                worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
+                                      _file_worker(path, options, writer, decode_one, fd, limit,
+                                                   report_file), holds=True)
+                running.append(_Running(path, worker, report_file, limit))
+
     try:
         while pending or running:
-            head = running[0] if running else None
-            if head is None or head.worker.running:
-                mine = None if running else pending.pop(0)  # the caller's turn
-                while (pending and sum(r.worker.running for r in running) < slots
-                       and len(running) < workers.ahead(slots)):
-                    path = pending.pop(0)
-                    out = tempfile.TemporaryFile()  # noqa: SIM115 - closed once spliced
-                    report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
-                    with workers.held_signals():
-                        worker = workers.fork(lambda path=path, out=out, report_file=report_file:
-                                              _file_worker(path, options, writer, decode_one,
-                                                           out, report_file))
-                        running.append(_Running(path, worker, out, report_file))
-                if mine is not None:
-                    yield mine, None
-                    continue
-                # sleep until a worker ends (any: its slot takes the next input)
-                workers.wait_any(r.worker for r in running)
+            if not running:  # the caller's turn: the workers take the inputs after it
+                mine = pending.pop(0)
+                start(options.jobs - 1)
+                yield mine, None
                 continue
-            running.pop(0)
+            head = running.pop(0)
+            writer.begin_file(head.path)
+            writer.out.flush()
+            workers.let_go(head.worker)
+            while True:  # meanwhile the other cores take the next inputs
+                start(options.jobs - head.worker.busy)  # (the head takes one while it computes)
+                if not head.worker.running:
+                    break
+                workers.wait_any(r.worker for r in (head, *running))
             report = WorkerReport.read(head.report_file, head.worker.status)
             head.report_file.close()
             if report.signal:
                 raise SignalExit(report.signal)
             if report.internal:
                 raise EhtoolError(report.internal)
+            if report.broken_pipe:
+                raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
             if report.output_error:
                 raise OutputError(report.output_error)
-            head.out.seek(0)
-            yield head.path, FileResult(head.out, report, report.fatal)
-            head.out.close()
+            writer.written(report.count)
+            writer.end_file()
+            yield head.path, report
     finally:
         workers.stop(r.worker for r in running)
         for r in running:
-            r.out.close()
             r.report_file.close()
 
 
 @dataclass
 class _Running:
-    """A file worker: its input, process, output and report files."""
+    """A file worker: its input, process and report file."""
 
     path: str
     worker: Worker
-    out: BinaryIO
     report_file: BinaryIO
+    #: the bytes it may keep in memory until it is let go
+    limit: int
 
 
 def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
                  decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
-                 out: BinaryIO, report_file: BinaryIO) -> None:
-    """Decode one input into ``out`` (framed to follow nothing), report, exit."""
+                 fd: int, limit: int, report_file: BinaryIO) -> None:
+    """Decode one input, holding its events until it is let go, then writing them to
+    ``fd`` (framed as the array's whole content); report, exit."""
     report = WorkerReport(started=True)
     try:
         workers.release()  # (held since the fork)
         gc.freeze()
         one = dataclasses.replace(options, jobs=1, progress=None,
                                   warn=report.warnings.append)
-        _write_part(decode_one(path, one, writer), writer, out, report)
+        held = HeldOutput(fd, limit)
+        _write_part(decode_one(path, one, writer), writer.continuation(held, first=True),
+                    report)
         if options.selection is not None:
             report.selection = options.selection.report()
+        workers.idle()
+        if not held.finish():
+            return  # the caller is gone
     except BaseException as exc:
-        _ended(report, exc)
+        _ended(report, exc, part=False)
     finally:
         report.write(report_file)
         os._exit(0)

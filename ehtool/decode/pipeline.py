@@ -51,20 +51,17 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     threshold = gc.get_threshold()
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
-        if _side_by_side(inputs, options):
+        if _side_by_side(inputs, options, out):
             _preload(options)
             one = dataclasses.replace(options, jobs=1)  # what this process decodes itself
             results = concurrent_files(inputs, options, writer, _one_process_batches)
-            for path, result in results:
-                if result is None:
+            for path, report in results:
+                if report is None:
                     _write_input(path, one, progress, writer, errors)
                     continue
-                writer.begin_file(path)
-                writer.splice(result.out, result.report.count)
-                _replay(result.report, options)
-                if result.error:
-                    errors.append(InputError(result.error))
-                writer.end_file()
+                _replay(report, options)
+                if report.fatal:
+                    errors.append(InputError(report.fatal))
                 progress.input_done()
             return errors
         for path in inputs:
@@ -75,10 +72,15 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     return errors
 
 
-def _side_by_side(inputs: list[str], options: DecodeOptions) -> bool:
+def _side_by_side(inputs: list[str], options: DecodeOptions, out: BinaryIO) -> bool:
     """True to decode the inputs in worker processes, one each (several perf.data files
-    and -j > 1; not stdin, and not with filters that need the records before)."""
+    and -j > 1; not stdin, not with filters that need the records before, and only
+    into an output with a file descriptor, which the workers write to)."""
     selection = options.selection
+    try:
+        out.fileno()
+    except (OSError, AttributeError, ValueError):  # io.BytesIO and the like
+        return False
     return (options.jobs > 1 and len(inputs) > 1 and "-" not in inputs
             and options.input_format == "perf"
             and (selection is None or selection.parallel_safe))

@@ -32,6 +32,8 @@ class EventsWriter(Protocol):
     """What the decode pipeline writes through: :class:`DocumentWriter` or
     :class:`JsonLinesWriter`."""
 
+    out: BinaryIO
+
     def begin_file(self, name: str) -> None: ...
 
     def events(self, events: list[bytes]) -> None: ...
@@ -43,11 +45,17 @@ class EventsWriter(Protocol):
         """Write ``count`` events already joined by :attr:`separator`."""
         ...
 
-    def continuation(self, out: BinaryIO) -> EventsWriter:
-        """A writer framing events as followers of this one's, into ``out``."""
+    def continuation(self, out: BinaryIO, *, first: bool = False) -> EventsWriter:
+        """A writer framing events as followers of this one's (``first``: as the first
+        of the array :meth:`begin_file` opened), into ``out``."""
         ...
 
     def splice(self, src: BinaryIO, count: int) -> None: ...
+
+    def written(self, count: int) -> None:
+        """Count ``count`` events another process wrote to the output, framed by a
+        ``continuation(first=True)``."""
+        ...
 
     def end_file(self) -> None: ...
 
@@ -102,12 +110,13 @@ class DocumentWriter:
     def event(self, event: bytes) -> None:
         self.events([event])
 
-    def continuation(self, out: BinaryIO) -> DocumentWriter:
-        """A writer that frames events for ``out`` as if they followed this one's
-        (no document header): a second process formats its half into a file that
-        :meth:`splice` then copies."""
+    def continuation(self, out: BinaryIO, *, first: bool = False) -> DocumentWriter:
+        """A writer that frames events for ``out`` as if they followed this one's, or
+        (``first``) began the array :meth:`begin_file` opened; no document header. A
+        second process formats its half into a file that :meth:`splice` then copies,
+        or a whole input that it writes to the same output (:meth:`written`)."""
         other = object.__new__(DocumentWriter)
-        other.__dict__.update(self.__dict__, out=out, _events=1, _open=False)
+        other.__dict__.update(self.__dict__, out=out, _events=0 if first else 1, _open=False)
         return other
 
     def splice(self, src: BinaryIO, count: int) -> None:
@@ -119,6 +128,9 @@ class DocumentWriter:
             assert lead == self._next, lead
             self.out.write(self._first)
         _copy(src, self.out)
+        self._events += count
+
+    def written(self, count: int) -> None:
         self._events += count
 
     def end_file(self) -> None:
@@ -159,11 +171,14 @@ class JsonLinesWriter:
     def event(self, event: bytes) -> None:
         self.out.write(event + b"\n")
 
-    def continuation(self, out: BinaryIO) -> JsonLinesWriter:
+    def continuation(self, out: BinaryIO, *, first: bool = False) -> JsonLinesWriter:
         return JsonLinesWriter(out)
 
     def splice(self, src: BinaryIO, count: int) -> None:
         _copy(src, self.out)
+
+    def written(self, count: int) -> None:
+        pass
 
     def end_file(self) -> None:
         pass

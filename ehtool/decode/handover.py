@@ -1,0 +1,128 @@
+"""A file worker's output: held until its turn comes, then written to the output itself.
+
+Decoding inputs side by side, a worker's events must follow those of the inputs before
+it. Instead of writing them into a part file that the calling process copies later
+(one more write and copy of every byte), the worker keeps them, in memory up to a
+limit and in a temporary file beyond it, and when its turn comes (the caller has
+written everything before, flushed its buffer and let it go) writes them to the output
+descriptor it shares with the caller, then the rest of its events as they come.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from typing import BinaryIO
+
+from ehtool import workers
+from ehtool.errors import OutputError
+
+#: what the file workers waiting for their turn together keep in memory, at most
+HELD_BYTES = 256 << 20
+#: what one worker keeps in memory before it uses a temporary file: at most, and at
+#: least (when the others already keep the rest of HELD_BYTES)
+HELD_MAX = 64 << 20
+HELD_MIN = 1 << 20
+#: buffers per writev call (Linux's IOV_MAX is 1024)
+_IOV = 1024
+
+
+def held_limit(others: int) -> int:
+    """Bytes a new worker may keep in memory when the others waiting keep ``others``."""
+    return max(HELD_MIN, min(HELD_MAX, HELD_BYTES - others))
+
+
+class HeldOutput:
+    """A binary sink (``write``) for a worker forked with ``holds=True``: what it is
+    given is held until the worker is let go, then written to ``fd``."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd = fd
+        self.limit = limit
+        self._kept: list[bytes] = []
+        self._size = 0
+        self._spill: BinaryIO | None = None
+        self._direct: BinaryIO | None = None
+
+    def write(self, data: bytes) -> int:
+        if self._direct is None and workers.released():
+            self._open()
+        if self._direct is not None:
+            return self._direct.write(data)
+        if self._spill is None and self._size + len(data) <= self.limit:
+            self._kept.append(bytes(data))  # (bytes are kept as they are, not copied)
+            self._size += len(data)
+            return len(data)
+        try:
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile(buffering=1 << 20)  # noqa: SIM115
+            return self._spill.write(data)
+        except OSError as exc:
+            raise OutputError(part_file_error(exc)) from None
+
+    def finish(self) -> bool:
+        """Wait for the turn and write what is held; False if the caller is gone."""
+        if self._direct is None:
+            if not workers.hold():
+                return False
+            self._open()
+        assert self._direct is not None
+        self._direct.flush()
+        return True
+
+    def _open(self) -> None:
+        """The turn came: write what is held, then write straight through."""
+        kept, self._kept = self._kept, []
+        for start in range(0, len(kept), _IOV):
+            _writev_all(self.fd, kept[start:start + _IOV])
+        if self._spill is not None:
+            spill, self._spill = self._spill, None
+            with spill:
+                try:
+                    spill.flush()
+                except OSError as exc:
+                    raise OutputError(part_file_error(exc)) from None
+                _sendfile_all(self.fd, spill.fileno(), spill.tell())
+        self._direct = open(os.dup(self.fd), "wb", buffering=1 << 20)  # noqa: SIM115
+
+
+def part_file_error(exc: OSError) -> str:
+    """The message for a worker that could not write its part (a temporary file)."""
+    return (f"cannot write output: {exc.strerror} (a worker's part, in "
+            f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
+
+
+def _writev_all(fd: int, buffers: list[bytes]) -> None:
+    views = [memoryview(b) for b in buffers if b]
+    while views:
+        done = os.writev(fd, views)
+        while views and done >= len(views[0]):
+            done -= len(views[0])
+            views.pop(0)
+        if done:
+            views[0] = views[0][done:]
+
+
+def _sendfile_all(fd: int, src: int, size: int) -> None:
+    offset = 0
+    while offset < size:
+        try:
+            sent = os.sendfile(fd, src, offset, min(size - offset, 1 << 30))
+        except OSError as exc:
+            if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # copy instead
+                _copy_through(fd, src, offset, size)
+                return
+            raise
+        if sent == 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        offset += sent
+
+
+def _copy_through(fd: int, src: int, offset: int, size: int) -> None:
+    while offset < size:
+        chunk = os.pread(src, min(size - offset, 1 << 20), offset)
+        if not chunk:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        _writev_all(fd, [chunk])
+        offset += len(chunk)
