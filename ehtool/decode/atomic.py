@@ -19,7 +19,6 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
@@ -62,6 +61,8 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
     # signals wait until the try below, so no handler can leave the file behind
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=".ehtool-", suffix=".tmp", dir=directory)
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -148,6 +149,8 @@ def atomic_directory(path: str) -> Iterator[str]:
     target = os.path.realpath(path)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
+        import tempfile
+
         tmp = tempfile.mkdtemp(prefix=".ehtool-", suffix=".tmp",
                                dir=os.path.dirname(target))
     except OSError as exc:

@@ -28,7 +28,6 @@ comm is checked on the sample itself, before anything is decoded.
 from __future__ import annotations
 
 import fnmatch
-import json
 import operator
 import re
 from collections.abc import Callable
@@ -362,6 +361,8 @@ class _Parser:
         self.i += 1
         kind, text = tok[0], tok[1]
         if kind == "str":
+            import json
+
             return json.loads(text)
         if kind == "num":
             if re.fullmatch(r"-?0[xX][0-9a-fA-F]+", text):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from typing import BinaryIO
 
 from ehtool import workers
@@ -56,6 +55,8 @@ class HeldOutput:
             return len(data)
         try:
             if self._spill is None:
+                import tempfile
+
                 self._spill = tempfile.TemporaryFile(buffering=1 << 20)  # noqa: SIM115
             return self._spill.write(data)
         except OSError as exc:
@@ -89,6 +90,8 @@ class HeldOutput:
 
 def part_file_error(exc: OSError) -> str:
     """The message for a worker that could not write its part (a temporary file)."""
+    import tempfile
+
     return (f"cannot write output: {exc.strerror} (a worker's part, in "
             f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
 

@@ -24,13 +24,13 @@ import contextlib
 import dataclasses
 import errno
 import gc
-import json
 import os
 import signal
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, BinaryIO
+
+import orjson
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
@@ -73,12 +73,12 @@ class WorkerReport:
     def read(cls, f: IO[bytes], status: int | None = None) -> WorkerReport:
         f.seek(0)
         try:
-            return cls(**json.loads(f.read()))
+            return cls(**orjson.loads(f.read()))
         except (ValueError, TypeError):
             raise EhtoolError(f"a decoding worker died (wait status {status})") from None
 
     def write(self, f: IO[bytes]) -> None:
-        f.write(json.dumps(dataclasses.asdict(self)).encode())
+        f.write(orjson.dumps(dataclasses.asdict(self)))
         f.flush()
 
 
@@ -102,8 +102,10 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
     batches, then each worker's part as a :class:`Spliced` file (``writer`` frames it)."""
     targets = f.split_targets(parts)
     with contextlib.ExitStack() as stack:
+        import tempfile
+
         outs = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
-        reports = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
+        reports = [stack.enter_context(_report_file()) for _ in targets]
         pid = status = 0
         try:
             with workers.held_signals():  # a signal meanwhile is raised once pid is set
@@ -132,6 +134,11 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             _replay(report, options, problems)
             if report.fatal:
                 raise InputError(report.fatal)
+
+
+def _report_file() -> BinaryIO:
+    """A file in memory for a worker's report (closed by the caller once read)."""
+    return open(os.memfd_create("ehtool-report", os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
 
 
 def _fork_chain(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
@@ -273,7 +280,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
         while (pending and sum(r.worker.busy for r in running) < busy
                and len(running) < workers.ahead(options.jobs)):
             path = pending.pop(0)
-            report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read
+            report_file = _report_file()
             limit = held_limit(sum(r.limit for r in running if r.worker.go >= 0))
             with workers.held_signals():
                 worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
