@@ -56,3 +56,67 @@ def test_stop_kills_and_reaps_the_running():
     assert os.WIFSIGNALED(slow.status) and os.WTERMSIG(slow.status) == signal.SIGKILL
     with pytest.raises(ChildProcessError):
         os.waitpid(slow.pid, os.WNOHANG)
+
+
+def test_a_holding_worker_says_it_is_idle_and_waits_to_be_let_go():
+    r, w = os.pipe()
+
+    def run() -> None:
+        workers.idle()
+        os.write(w, b"released" if workers.hold() else b"gone")
+
+    worker = workers.fork(run, holds=True)
+    os.close(w)
+    workers.wait_any([worker])
+    assert worker.running and worker.idle and not worker.busy
+    time.sleep(0.2)
+    assert worker.running  # it holds until let go
+    workers.let_go(worker)
+    workers.wait(worker)
+    assert os.read(r, 100) == b"released"
+    os.close(r)
+
+
+def test_let_go_in_advance_means_no_wait():
+    r, w = os.pipe()
+    worker = workers.fork(lambda: os.write(w, b"%d" % workers.released()), holds=True)
+    workers.let_go(worker)  # (before the worker asks: released() sees it)
+    os.close(w)
+    time.sleep(0.2)
+    workers.wait(worker)
+    assert os.read(r, 100) in (b"1", b"")  # (b"": it asked before the byte came: None)
+    os.close(r)
+
+
+def test_a_holding_worker_ends_when_its_owner_is_gone(tmp_path):
+    """The owner exits (or is killed) without letting a worker go: the worker's wait
+    ends (EOF on its go pipe), even though a later worker of the same owner lives on."""
+    import subprocess
+    import sys
+
+    code = ("import os, time\n"
+            "from ehtool import workers\n"
+            "a = workers.fork(workers.hold, holds=True)\n"
+            "b = workers.fork(lambda: time.sleep(30), holds=True)\n"
+            "print(a.pid, b.pid, flush=True)\n"
+            "os._exit(0)\n")
+    pids = tmp_path / "pids"
+    with open(pids, "w") as out:
+        subprocess.run([sys.executable, "-c", code], stdout=out, timeout=60, check=True)
+    first, second = map(int, pids.read_text().split())
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(first)
+        assert _alive(second)  # (the later worker did not keep the first one waiting)
+    finally:
+        os.kill(second, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False

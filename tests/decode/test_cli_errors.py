@@ -120,9 +120,14 @@ def test_output_in_a_read_only_directory_is_written_in_place(tmp_path, monkeypat
         pass
 
 
-def test_output_errors_are_one_line(tmp_path):
+#: several inputs side by side: workers write to the output themselves
+SIDE_BY_SIDE = f"-j 2 {SAMPLE} {REPO / 'examples' / 'eventheader.data'} {SAMPLE} {SAMPLE}"
+
+
+@pytest.mark.parametrize("args", [str(SAMPLE), SIDE_BY_SIDE])
+def test_output_errors_are_one_line(tmp_path, args):
     """Issue 13 item 8: ENOSPC was an internal error; a directory input exit 2 with usage."""
-    full = subprocess.run(f"{sys.executable} -m ehtool decode {SAMPLE} > /dev/full",
+    full = subprocess.run(f"{sys.executable} -m ehtool decode {args} > /dev/full",
                           shell=True, capture_output=True, cwd=REPO)
     assert full.returncode == 1
     assert full.stderr == b"ehtool: error: cannot write output: No space left on device\n"
@@ -133,9 +138,11 @@ def test_output_errors_are_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count(b"\n") == 1
 
 
-def test_decode_into_a_closed_pipe_exits_quietly():
-    """Issue 13 item 8: ``decode | head -1`` exited 1 (click maps EPIPE to 1)."""
-    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", str(SAMPLE)],
+@pytest.mark.parametrize("args", [str(SAMPLE), SIDE_BY_SIDE])
+def test_decode_into_a_closed_pipe_exits_quietly(args):
+    """Issue 13 item 8: ``decode | head -1`` exited 1 (click maps EPIPE to 1); side by
+    side, a worker that meets the closed pipe ends the decode the same way."""
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", *args.split()],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     proc.stdout.read(10)
     proc.stdout.close()

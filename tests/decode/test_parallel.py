@@ -3,6 +3,7 @@ side by side) gives byte-identical output, warnings and errors to one process.""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tempfile
 from pathlib import Path
@@ -338,3 +339,53 @@ def test_the_calling_process_decodes_an_input_when_its_turn_comes(monkeypatch):
     outs = [_run_files(paths, jobs) for jobs in (1, 2, 3)]
     assert outs[1] == outs[0] and outs[2] == outs[0]
     assert 2 <= len(forks) <= 3 + 3  # each run: never the first of the 4 inputs
+
+
+def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monkeypatch):
+    """A worker keeps its events in memory up to its share of HELD_BYTES, the rest in a
+    temporary file; both are written out in order when its turn comes."""
+    import os
+
+    import ehtool.decode.handover as handover
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "sched.data"), big, big, str(repo / "examples" / "sched.data")]
+    one = _run_files(paths, 1)
+    real = handover.HeldOutput.write
+    report_r, report_w = os.pipe()  # (a worker says here that it spilled)
+
+    def write(self, data):
+        if self._spill is not None:
+            os.write(report_w, b"s")
+        return real(self, data)
+
+    monkeypatch.setattr(handover, "HELD_MAX", 1 << 20)
+    monkeypatch.setattr(handover, "HELD_MIN", 64 << 10)
+    monkeypatch.setattr(handover, "HELD_BYTES", 1 << 20)
+    monkeypatch.setattr(handover.HeldOutput, "write", write)
+    for jobs in (2, 3):
+        assert _run_files(paths, jobs) == one
+        assert _run_files(paths, jobs, jsonl=True) == _run_files(paths, 1, jsonl=True)
+    os.close(report_w)
+    assert os.read(report_r, 1) == b"s"
+    os.close(report_r)
+
+
+def test_a_worker_that_meets_a_closed_pipe_ends_the_decode_as_epipe(big):
+    """The reader goes away once it has the calling process's input: the worker, let go,
+    writes into the closed pipe, and the decode ends with BrokenPipeError (the CLI: exit
+    0, quietly) instead of an error of its own."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    first = str(repo / "examples" / "sched.data")
+    prefix = _run_files([first], 1)[0].rsplit(b" ]", 1)[0]
+    # (a reader in another process: a worker holds every descriptor of this one)
+    head = subprocess.Popen(["head", "-c", str(len(prefix))], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    with pytest.raises(BrokenPipeError):
+        decode_to(head.stdin, [first, big, big], DecodeOptions(jobs=2))
+    assert head.stdout.read() == prefix
+    head.wait(10)
+    with contextlib.suppress(BrokenPipeError):
+        head.stdin.close()
