@@ -271,27 +271,31 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
     has held its events: :mod:`ehtool.decode.handover`) is let go to write them to the
     shared descriptor, and the array is closed; then this yields ``(path, report)`` for
     the caller to report its warnings and error (``report.fatal``)."""
-    pending = list(paths)
+    pending = list(enumerate(paths))
     running: list[_Running] = []  # in argument order
     fd = writer.out.fileno()
 
-    def start(busy: int) -> None:
-        """Fork workers for the next inputs while fewer than ``busy`` compute."""
+    def start(busy: int, tail: bool = False) -> None:
+        """Fork workers for the next inputs while fewer than ``busy`` compute; with
+        ``tail``, when no more inputs are left than processes, for the last ones (the
+        one after the head is best left to the core the head frees: it will not wait)."""
         while (pending and sum(r.worker.busy for r in running) < busy
                and len(running) < workers.ahead(options.jobs)):
-            path = pending.pop(0)
+            index, path = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
             report_file = _report_file()
             limit = held_limit(sum(r.limit for r in running if r.worker.go >= 0))
             with workers.held_signals():
                 worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
                                       _file_worker(path, options, writer, decode_one, fd, limit,
                                                    report_file), holds=True)
-                running.append(_Running(path, worker, report_file, limit))
+            running.append(_Running(index, path, worker, report_file, limit))
+            running.sort(key=lambda r: r.index)
 
     try:
         while pending or running:
-            if not running:  # the caller's turn: the workers take the inputs after it
-                mine = pending.pop(0)
+            if pending and (not running or pending[0][0] < running[0].index):
+                # the caller's turn: every input before this one is written
+                mine = pending.pop(0)[1]
                 start(options.jobs - 1)
                 yield mine, None
                 continue
@@ -300,7 +304,8 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             writer.out.flush()
             workers.let_go(head.worker)
             while True:  # meanwhile the other cores take the next inputs
-                start(options.jobs - head.worker.busy)  # (the head takes one while it computes)
+                # (the head takes one while it computes)
+                start(options.jobs - head.worker.busy, tail=head.worker.busy)
                 if not head.worker.running:
                     break
                 workers.wait_any(r.worker for r in (head, *running))
@@ -325,8 +330,10 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
 
 @dataclass
 class _Running:
-    """A file worker: its input, process and report file."""
+    """A file worker: its input (and its place among the inputs), process and report
+    file."""
 
+    index: int
     path: str
     worker: Worker
     report_file: BinaryIO
