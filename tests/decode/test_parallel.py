@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -253,10 +254,28 @@ def test_parts_without_a_round_boundary_add_nothing(tmp_path, monkeypatch):
         assert run(path, jobs=jobs) == one
 
 
-def _run_files(paths: list[str], jobs: int, **kw) -> tuple[bytes, list[str], list[str]]:
-    """The output, warnings and errors of ``paths`` decoded into a real file (workers
-    side by side write to its descriptor; an io.BytesIO has none)."""
+def _run_files(paths: list[str], jobs: int, via: str = "file",
+               **kw) -> tuple[bytes, list[str], list[str]]:
+    """The output, warnings and errors of ``paths`` decoded into a real file or a pipe
+    (workers side by side write to its descriptor; an io.BytesIO has none). Into a
+    file, a worker holds its events in a temporary file; into a pipe, in memory."""
+    import threading
+
     warnings: list[str] = []
+    if via == "pipe":
+        r, w = os.pipe()
+        got: list[bytes] = []
+
+        def read() -> None:
+            with open(r, "rb") as f:
+                got.append(f.read())
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        with open(w, "wb") as out:
+            errors = decode_to(out, paths, DecodeOptions(jobs=jobs, warn=warnings.append, **kw))
+        reader.join()
+        return got[0], warnings, [str(e) for e in errors]
     with tempfile.TemporaryFile() as out:
         errors = decode_to(out, paths, DecodeOptions(jobs=jobs, warn=warnings.append, **kw))
         out.flush()
@@ -282,6 +301,7 @@ def test_several_files_side_by_side(big, tmp_path):
     assert len(one[2]) == 3  # missing, corrupt, cut
     for jobs in (2, 4, 8):
         assert _run_files(paths, jobs) == one
+        assert _run_files(paths, jobs, via="pipe") == one
     assert _run_files(paths, 3, jsonl=True) == _run_files(paths, 1, jsonl=True)
 
 
@@ -323,8 +343,6 @@ def test_the_calling_process_decodes_an_input_when_its_turn_comes(monkeypatch):
     """Side by side, the calling process is one of the N: it decodes the first input
     itself, and the next one whenever every input before it is written and no worker
     took it; while it waits for a worker to write its input, the N take the next ones."""
-    import os
-
     repo = Path(__file__).resolve().parents[2]
     paths = [str(repo / "examples" / name) for name in
              ("sched.data", "eventheader.data", "sched.data", "eventheader.data")]
@@ -342,10 +360,8 @@ def test_the_calling_process_decodes_an_input_when_its_turn_comes(monkeypatch):
 
 
 def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monkeypatch):
-    """A worker keeps its events in memory up to its share of HELD_BYTES, the rest in a
-    temporary file; both are written out in order when its turn comes."""
-    import os
-
+    """Into a pipe, a worker keeps its events in memory up to its share of HELD_BYTES,
+    the rest in a temporary file; both are written out in order when its turn comes."""
     import ehtool.decode.handover as handover
 
     repo = Path(__file__).resolve().parents[2]
@@ -364,8 +380,8 @@ def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monke
     monkeypatch.setattr(handover, "HELD_BYTES", 1 << 20)
     monkeypatch.setattr(handover.HeldOutput, "write", write)
     for jobs in (2, 3):
-        assert _run_files(paths, jobs) == one
-        assert _run_files(paths, jobs, jsonl=True) == _run_files(paths, 1, jsonl=True)
+        assert _run_files(paths, jobs, via="pipe") == one
+        assert _run_files(paths, jobs, via="pipe", jsonl=True) == _run_files(paths, 1, jsonl=True)
     os.close(report_w)
     assert os.read(report_r, 1) == b"s"
     os.close(report_r)
