@@ -39,6 +39,8 @@ _go_ends: set[int] = set()
 #: in a worker: the write end of its ``ended`` pipe, and the read end of its go pipe
 _alive = -1
 _go = -1
+#: in a worker: what its owner said (True: let go, False: gone), once it said it
+_answer: bool | None = None
 
 
 def ahead(jobs: int) -> int:
@@ -123,7 +125,7 @@ def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:
     own results and errors; it should call :func:`release`). Call it inside
     :func:`held_signals`, and record the worker before the block ends. With ``holds``,
     the worker may :func:`hold` its result until :func:`let_go`."""
-    global _alive, _go
+    global _alive, _go, _answer
     ended, alive = os.pipe()
     go_read, go_write = os.pipe() if holds else (-1, -1)
     pid = os.fork()
@@ -134,7 +136,7 @@ def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:
                 if fd >= 0:
                     os.close(fd)
             _go_ends.clear()
-            _alive, _go = alive, go_read
+            _alive, _go, _answer = alive, go_read, None
             if go_read >= 0:
                 os.set_blocking(go_read, False)  # (released() must not wait)
             run()
@@ -156,20 +158,25 @@ def hold() -> bool:
     """In a worker forked with ``holds=True``: wait until it is let go (True) or the
     owner is gone (False)."""
     state = released()
-    while state is None:
-        select.select([_go], [], [])
-        state = released()
+    if state is None:
+        poll = select.poll()
+        poll.register(_go, select.POLLIN)
+        while state is None:
+            poll.poll()
+            state = released()
     return state
 
 
 def released() -> bool | None:
     """In a worker forked with ``holds=True``: True once let go, False if the owner is
     gone, None while it has said neither (it does not wait)."""
-    try:
-        data = os.read(_go, 1)
-    except BlockingIOError:
-        return None
-    return data == b"g"
+    global _answer
+    if _answer is None:
+        try:
+            _answer = os.read(_go, 1) == b"g"
+        except BlockingIOError:
+            return None
+    return _answer
 
 
 def let_go(w: Worker) -> None:

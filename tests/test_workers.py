@@ -79,13 +79,20 @@ def test_a_holding_worker_says_it_is_idle_and_waits_to_be_let_go():
 
 def test_let_go_in_advance_means_no_wait():
     r, w = os.pipe()
-    worker = workers.fork(lambda: os.write(w, b"%d" % workers.released()), holds=True)
-    workers.let_go(worker)  # (before the worker asks: released() sees it)
+    ready_r, ready_w = os.pipe()
+
+    def run() -> None:
+        os.read(ready_r, 1)  # (after the owner let it go)
+        os.write(w, repr((workers.released(), workers.hold())).encode())
+
+    worker = workers.fork(run, holds=True)
+    workers.let_go(worker)
+    os.write(ready_w, b"x")
     os.close(w)
-    time.sleep(0.2)
     workers.wait(worker)
-    assert os.read(r, 100) in (b"1", b"")  # (b"": it asked before the byte came: None)
-    os.close(r)
+    assert os.read(r, 100) == b"(True, True)"
+    for fd in (r, ready_r, ready_w):
+        os.close(fd)
 
 
 def test_a_holding_worker_ends_when_its_owner_is_gone(tmp_path):

@@ -37,7 +37,25 @@ def interrupt(signum: int, frame: Any) -> None:
         os._exit(130)
     if not _running:
         raise SystemExit(130)
+    release_stdout()
     raise KeyboardInterrupt
+
+
+def release_stdout() -> None:
+    """Stopped by a signal: when standard output is a pipe or a socket, point it at
+    /dev/null, so that what is still written on the way out (the closing of the
+    document) cannot block on a reader that stopped reading; the output is cut anyway.
+    A file keeps getting it (the document stays valid JSON)."""
+    import stat
+
+    try:
+        mode = os.fstat(1).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
+    except OSError:
+        pass
 
 
 if os.path.basename(sys.argv[0]) == "ehtool":  # the console script, while it starts
@@ -72,7 +90,8 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
         _silence_stdout()
         sys.exit(0)
     except KeyboardInterrupt:
-        sys.exit(130)
+        _running = False
+        leave(130)
     except SystemExit as exc:
         if isinstance(exc.code, int):
             _running = False
@@ -92,13 +111,15 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
 def _leave(status: int) -> NoReturn:
     """Exit with ``status`` once the standard streams are flushed and the atexit
     handlers have run, skipping the interpreter's teardown (freeing every object
-    took ~20 ms after a big decode). A normal exit while other threads run, or when
-    a stream cannot be flushed (Python reports that)."""
+    took ~20 ms after a big decode). Stopped by a signal (128+N), what standard output
+    still buffers is dropped: a reader that stopped reading must not keep ehtool from
+    exiting. A normal exit while other threads run, or when a stream cannot be flushed
+    (Python reports that)."""
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         sys.exit(status)
     try:
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (sys.stdout, sys.stderr) if status <= 128 else (sys.stderr,):
             if stream is not None:
                 stream.flush()
     except (OSError, ValueError):

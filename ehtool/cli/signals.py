@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from ehtool.cli import importing as _importing
+from ehtool.cli import release_stdout
 from ehtool.errors import SignalExit
 
 __all__ = ["SignalExit", "TERMINATING", "exit_on_signals", "interrupting"]
@@ -48,6 +49,7 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
             return
         for sig in old:
             signal.signal(sig, signal.SIG_IGN)
+        release_stdout()
         raise SignalExit(signum)
 
     old = {sig: signal.getsignal(sig) for sig in signals

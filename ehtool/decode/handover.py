@@ -28,7 +28,9 @@ _IOV = 1024
 
 
 def held_limit(others: int) -> int:
-    """Bytes a new worker may keep in memory when the others waiting keep ``others``."""
+    """Bytes a new worker may keep in memory when the running ones may keep ``others``
+    (so all of them keep at most HELD_BYTES, plus HELD_MIN for each one started past
+    it)."""
     return max(HELD_MIN, min(HELD_MAX, HELD_BYTES - others))
 
 
@@ -45,8 +47,12 @@ class HeldOutput:
         self._direct: BinaryIO | None = None
 
     def write(self, data: bytes) -> int:
-        if self._direct is None and workers.released():
-            self._open()
+        if self._direct is None:
+            turn = workers.released()
+            if turn is False:  # the caller is gone: nobody will read these events
+                raise SystemExit(0)
+            if turn:
+                self._open()
         if self._direct is not None:
             return self._direct.write(data)
         if self._spill is None and self._size + len(data) <= self.limit:
@@ -79,12 +85,13 @@ class HeldOutput:
             _writev_all(self.fd, kept[start:start + _IOV])
         if self._spill is not None:
             spill, self._spill = self._spill, None
+            try:
+                spill.flush()
+                size = spill.tell()
+            except OSError as exc:
+                raise OutputError(part_file_error(exc)) from None
             with spill:
-                try:
-                    spill.flush()
-                except OSError as exc:
-                    raise OutputError(part_file_error(exc)) from None
-                _sendfile_all(self.fd, spill.fileno(), spill.tell())
+                _sendfile_all(self.fd, spill.fileno(), size)
         self._direct = open(os.dup(self.fd), "wb", buffering=1 << 20)  # noqa: SIM115
 
 

@@ -178,6 +178,8 @@ def _write_part(batches: Iterator[Batch], sub: EventsWriter, report: WorkerRepor
             else:
                 sub.events(batch)
                 report.count += len(batch)
+    except OutputError:
+        raise  # (not the input's: the worker could not hold or write its events)
     except EhtoolError as exc:
         report.fatal = str(exc)
 
@@ -288,8 +290,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                and len(running) < workers.ahead(options.jobs)):
             index, path = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
             report_file = _report_file()
-            limit = 0 if to_file else held_limit(sum(r.limit for r in running
-                                                     if r.worker.go >= 0))
+            limit = 0 if to_file else held_limit(sum(r.limit for r in running))
             with workers.held_signals():
                 worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
                                       _file_worker(path, options, writer, decode_one, fd, limit,
@@ -305,16 +306,16 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 start(options.jobs - 1)
                 yield mine, None
                 continue
-            head = running.pop(0)
+            head = running[0]  # (stays in running until it ended: finally stops it)
             writer.begin_file(head.path)
             writer.out.flush()
             workers.let_go(head.worker)
             while True:  # meanwhile the other cores take the next inputs
-                # (the head takes one while it computes)
-                start(options.jobs - head.worker.busy, tail=head.worker.busy)
+                start(options.jobs, tail=head.worker.busy)  # (the head counts while busy)
                 if not head.worker.running:
                     break
-                workers.wait_any(r.worker for r in (head, *running))
+                workers.wait_any(r.worker for r in running)
+            running.pop(0)
             report = WorkerReport.read(head.report_file, head.worker.status)
             head.report_file.close()
             if report.signal:

@@ -13,6 +13,7 @@ document is always closed, so the output stays valid JSON.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
@@ -55,14 +56,15 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
             _preload(options)
             one = dataclasses.replace(options, jobs=1)  # what this process decodes itself
             results = concurrent_files(inputs, options, writer, _one_process_batches)
-            for path, report in results:
-                if report is None:
-                    _write_input(path, one, progress, writer, errors)
-                    continue
-                _replay(report, options)
-                if report.fatal:
-                    errors.append(InputError(report.fatal))
-                progress.input_done()
+            with contextlib.closing(results):  # (an error or signal: its workers are stopped)
+                for path, report in results:
+                    if report is None:
+                        _write_input(path, one, progress, writer, errors)
+                        continue
+                    _replay(report, options)
+                    if report.fatal:
+                        errors.append(InputError(report.fatal))
+                    progress.input_done()
             return errors
         for path in inputs:
             _write_input(path, options, progress, writer, errors)

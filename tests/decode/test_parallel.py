@@ -405,3 +405,86 @@ def test_a_worker_that_meets_a_closed_pipe_ends_the_decode_as_epipe(big):
     head.wait(10)
     with contextlib.suppress(BrokenPipeError):
         head.stdin.close()
+
+
+def _group_gone(pgid: int, seconds: float) -> bool:
+    """True once no process of group ``pgid`` is left (within ``seconds``)."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    return False
+
+
+@pytest.mark.parametrize(("sig", "first"), [("SIGTERM", "big"), ("SIGHUP", "big"),
+                                            ("SIGTERM", "small")])
+def test_a_signal_ends_the_workers_side_by_side(big, sig, first):
+    """Killed while writing into a pipe nobody reads (the calling process its own first
+    input; or, that one small, the worker let go after it) and others hold their events,
+    ehtool exits 128+N and no worker outlives it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parents[2]
+    head = big if first == "big" else str(repo / "examples" / "sched.data")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ehtool", "decode", "-j", "3", head, big, big, big],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    time.sleep(1.5)  # (the pipe is full: the head waits to write, the others hold)
+    proc.send_signal(getattr(signal, sig))
+    assert proc.wait(10) == 128 + getattr(signal, sig)
+    assert _group_gone(proc.pid, 5)
+    proc.stdout.close()
+
+
+def test_a_worker_that_cannot_write_the_output_is_an_output_error(big, tmp_path):
+    """Past RLIMIT_FSIZE (EFBIG) a worker's write fails: one line saying so, exit 1,
+    -o FILE left as it was, and no input reported as cut short."""
+    import resource
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out.json"
+    out.write_bytes(b"{}\n")
+    small = str(repo / "examples" / "sched.data")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "-j", "2", "-o", str(out),
+                           small, big, small], capture_output=True, preexec_fn=limit,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 1
+    err = done.stderr.decode()
+    assert err.startswith("ehtool: error: cannot write output: File too large"), err
+    assert err.count("\n") == 1
+    assert out.read_bytes() == b"{}\n"
+
+
+def test_a_worker_that_cannot_hold_its_events_is_an_output_error(big, tmp_path, monkeypatch):
+    """No room for a worker's temporary file: the decode ends with that output error
+    (naming TMPDIR), not with the worker's input reported as cut short."""
+    import errno
+    import tempfile as tempfile_module
+
+    from ehtool.errors import OutputError
+
+    def no_room(*args, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile_module, "TemporaryFile", no_room)
+    with (open(tmp_path / "out.json", "wb") as out,
+          pytest.raises(OutputError, match="No space left on device .a worker's part")):
+        decode_to(out, [big, big], DecodeOptions(jobs=2))  # (the second waits for the first)
