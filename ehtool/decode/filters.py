@@ -209,11 +209,10 @@ class Selection:
         self._native = self._native_filter()
 
     def _sample_step(self) -> Callable[[list], list] | None:
-        """--pid, --tid, --cpu, --comm, --since and --until on a whole batch:
-        :meth:`prefilter`'s checks and window counts without a call per sample. None when
-        prefilter has more to check (an expression on sample meta) or nothing."""
-        if (self.expr is not None and self.expr.on_sample) or not (
-                self.pids or self.tids or self.cpus or self.comms or self.since
+        """--pid, --tid, --cpu, --comm, --since and --until on a batch of samples, in
+        one pass each, counting the --since/--until window for the warnings; None
+        without them."""
+        if not (self.pids or self.tids or self.cpus or self.comms or self.since
                 or self.until):
             return None
         pids, tids, cpus, since, until = self.pids, self.tids, self.cpus, self.since, \
@@ -273,7 +272,7 @@ class Selection:
         event."""
         speedups = load()
         on_sample = self.expr is not None and self.expr.on_sample and not self.narrowed
-        rest = self.needs_prefilter() and self._step is None  # prefilter left to call
+        rest = self.expr is not None and self.expr.on_sample  # left to Python per sample
         if speedups is None or not (on_sample or (self.needs_event() and not rest)):
             return None
         from ehtool.perfdata.records import Sample
@@ -301,13 +300,11 @@ class Selection:
                 self.seen |= found
                 self._unseen -= found
             return kept
-        if self._step is not None:
-            return batch if not self.needs_event() else [s for s in batch if self.select(s)]
-        prefilter = self.prefilter if self.needs_prefilter() else None
-        select = self.select if self.needs_event() else None
-        return [sample for sample in batch
-                if (prefilter is None or prefilter(sample))
-                and (select is None or select(sample))]
+        if self.expr is not None and self.expr.on_sample:
+            batch = [sample for sample in batch if self._sample_expr(sample)]
+        if self.needs_event():
+            batch = [sample for sample in batch if self.select(sample)]
+        return batch
 
     def _native_entry(self, desc: Any) -> Any:
         """What decides the samples of ``desc`` in the C loop (see ``_speedups.Filter``):
@@ -368,37 +365,18 @@ class Selection:
         return self._file.session.comm(sample.tid) if self._file is not None else None
 
     def prefilter(self, sample: Any) -> bool:
-        """Checks on the sample itself, before it is formatted."""
-        if self.pids and sample.pid not in self.pids:
+        """Checks on the sample itself, before it is formatted: the sample options (the
+        batch step on this one sample) and an expression on sample meta."""
+        if self._step is not None and not self._step([sample]):
             return False
-        if self.tids and sample.tid not in self.tids:
-            return False
-        if self.cpus and sample.cpu not in self.cpus:
-            return False
-        if self.comms:
-            comm = self._comm(sample)
-            if comm is None or not any(fnmatch.fnmatchcase(comm, g) for g in self.comms):
-                return False
-        t = sample.time
-        if self.since or self.until:
-            if t is None:
-                return False
-            window = self._window
-            if not window[0]:
-                window[2] = t
-            window[0] += 1
-            window[3] = t
-            if self.since and t < self._bound(self.since, t):
-                return False
-            if self.until and t > self._bound(self.until, t):
-                return False
-            window[1] += 1
-        if self.expr is not None and self.expr.on_sample:
-            view = _SampleView(sample, self._comm)
-            if self._unseen:
-                self._note(view)
-            return self.expr(view)
-        return True
+        return self.expr is None or not self.expr.on_sample or self._sample_expr(sample)
+
+    def _sample_expr(self, sample: Any) -> bool:
+        """The expression (on sample meta only) on ``sample``."""
+        view = _SampleView(sample, self._comm)
+        if self._unseen:
+            self._note(view)
+        return self.expr(view)
 
     def needs_prefilter(self) -> bool:
         return bool(self.pids or self.tids or self.cpus or self.comms or self.since

@@ -4,6 +4,7 @@ the same names, on every event of real recordings, malformed ones too."""
 
 from __future__ import annotations
 
+import fnmatch
 import random
 import re
 from pathlib import Path
@@ -408,10 +409,65 @@ def test_sample_options_on_a_batch_keep_what_prefilter_keeps(path, options):
         fast.bind(f)
         slow.bind(f)
         assert fast._step is not None
-        slow._step = slow._native = None  # prefilter and select, a sample at a time
+        one = _OneAtATime(slow, f)
+        slow._step = slow._native = None  # the options by the reference, then Python
+        pre, pre_window = Selection(**options), [0, 0, 0, 0]  # prefilter, a sample at a time
+        pre.bind(f)
         for batch in f.batches("time", nonsample=False):
             assert ([s.offset for s in fast.filter_batch(batch)]
-                    == [s.offset for s in slow.filter_batch(batch)]), options
-    assert fast._window == slow._window
+                    == [s.offset for s in slow.filter_batch([s for s in batch
+                                                             if one.keeps(s)])]), options
+            assert ([pre.prefilter(s) for s in batch]
+                    == [one.again(s, pre_window, pre) for s in batch]), options
+    assert fast._window == slow._window == pre._window == pre_window
     assert fast.time_warnings() == slow.time_warnings()
     assert fast.seen == slow.seen
+
+
+class _OneAtATime:
+    """The reference for the batch step: the sample options checked one sample at a
+    time, counting the --since/--until window into the Selection (as its warnings read
+    it), written apart from it."""
+
+    def __init__(self, sel, f) -> None:
+        self.sel, self.f, self.first = sel, f, None
+
+    def bound(self, when, t: int) -> int:
+        kind, ns = when
+        if kind == "rel":
+            if self.first is None:
+                self.first = t
+            return self.first + ns
+        clock = self.f.info.clock_data
+        return ns - (clock[1] - clock[2]) if clock else ns
+
+    def keeps(self, s, window: list[int] | None = None) -> bool:
+        sel = self.sel
+        window = sel._window if window is None else window
+        if (sel.pids and s.pid not in sel.pids) or (sel.tids and s.tid not in sel.tids) \
+                or (sel.cpus and s.cpu not in sel.cpus):
+            return False
+        if sel.comms:
+            comm = self.f.session.comm(s.tid)
+            if comm is None or not any(fnmatch.fnmatchcase(comm, g) for g in sel.comms):
+                return False
+        if sel.since or sel.until:
+            t = s.time
+            if t is None:
+                return False
+            if not window[0]:
+                window[2] = t
+            window[0] += 1
+            window[3] = t
+            if (sel.since and t < self.bound(sel.since, t)) or (
+                    sel.until and t > self.bound(sel.until, t)):
+                return False
+            window[1] += 1
+        return True
+
+    def again(self, s, window: list[int], sel) -> bool:
+        """keeps(s), counting into ``window``, and then ``sel``'s expression on sample
+        meta: what ``sel.prefilter`` answers."""
+        if not self.keeps(s, window):
+            return False
+        return sel.expr is None or not sel.expr.on_sample or sel._sample_expr(s)
