@@ -10,12 +10,12 @@ descriptor it shares with the caller, then the rest of its events as they come.
 
 from __future__ import annotations
 
-import errno
 import os
 from typing import BinaryIO
 
 from ehtool import workers
 from ehtool.errors import OutputError
+from ehtool.render.document import copy_rest
 
 #: what the file workers waiting for their turn together keep in memory, at most
 HELD_BYTES = 256 << 20
@@ -83,16 +83,16 @@ class HeldOutput:
         kept, self._kept = self._kept, []
         for start in range(0, len(kept), _IOV):
             _writev_all(self.fd, kept[start:start + _IOV])
+        self._direct = open(os.dup(self.fd), "wb", buffering=1 << 20)  # noqa: SIM115
         if self._spill is not None:
             spill, self._spill = self._spill, None
             try:
                 spill.flush()
-                size = spill.tell()
+                spill.seek(0)
             except OSError as exc:
                 raise OutputError(part_file_error(exc)) from None
             with spill:
-                _sendfile_all(self.fd, spill.fileno(), size)
-        self._direct = open(os.dup(self.fd), "wb", buffering=1 << 20)  # noqa: SIM115
+                copy_rest(spill, self._direct)
 
 
 def part_file_error(exc: OSError) -> str:
@@ -112,27 +112,3 @@ def _writev_all(fd: int, buffers: list[bytes]) -> None:
             views.pop(0)
         if done:
             views[0] = views[0][done:]
-
-
-def _sendfile_all(fd: int, src: int, size: int) -> None:
-    offset = 0
-    while offset < size:
-        try:
-            sent = os.sendfile(fd, src, offset, min(size - offset, 1 << 30))
-        except OSError as exc:
-            if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # copy instead
-                _copy_through(fd, src, offset, size)
-                return
-            raise
-        if sent == 0:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        offset += sent
-
-
-def _copy_through(fd: int, src: int, offset: int, size: int) -> None:
-    while offset < size:
-        chunk = os.pread(src, min(size - offset, 1 << 20), offset)
-        if not chunk:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        _writev_all(fd, [chunk])
-        offset += len(chunk)

@@ -127,7 +127,7 @@ class DocumentWriter:
             lead = src.read(len(self._next))
             assert lead == self._next, lead
             self.out.write(self._first)
-        _copy(src, self.out)
+        copy_rest(src, self.out)
         self._events += count
 
     def written(self, count: int) -> None:
@@ -175,7 +175,7 @@ class JsonLinesWriter:
         return JsonLinesWriter(out)
 
     def splice(self, src: BinaryIO, count: int) -> None:
-        _copy(src, self.out)
+        copy_rest(src, self.out)
 
     def written(self, count: int) -> None:
         pass
@@ -187,7 +187,7 @@ class JsonLinesWriter:
         pass
 
 
-def _copy(src: BinaryIO, dst: BinaryIO) -> None:
+def copy_rest(src: BinaryIO, dst: BinaryIO) -> None:
     """The rest of ``src`` (a worker's part, in a file) to ``dst``: by the kernel
     (sendfile) when both are files, else through a buffer."""
     try:
