@@ -211,12 +211,6 @@ def wait_any(workers: Iterable[Worker]) -> None:
             _reap(w)
 
 
-def wait(w: Worker) -> None:
-    """Sleep until ``w`` ends, and reap it."""
-    if w.running:
-        _reap(w)
-
-
 def stop(workers: Iterable[Worker]) -> None:
     """Kill the running workers of ``workers`` and reap them."""
     for w in workers:

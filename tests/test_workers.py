@@ -72,7 +72,8 @@ def test_a_holding_worker_says_it_is_idle_and_waits_to_be_let_go():
     time.sleep(0.2)
     assert worker.running  # it holds until let go
     workers.let_go(worker)
-    workers.wait(worker)
+    while worker.running:
+        workers.wait_any([worker])
     assert os.read(r, 100) == b"released"
     os.close(r)
 
@@ -89,7 +90,8 @@ def test_let_go_in_advance_means_no_wait():
     workers.let_go(worker)
     os.write(ready_w, b"x")
     os.close(w)
-    workers.wait(worker)
+    while worker.running:
+        workers.wait_any([worker])
     assert os.read(r, 100) == b"(True, True)"
     for fd in (r, ready_r, ready_w):
         os.close(fd)
