@@ -195,16 +195,15 @@ class EventFile:
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options
-        (:class:`ehtool.decode.filters.Selection`: ``bind``, ``prefilter``, ``select``),
-        checked on the samples before they become events."""
+        (:class:`ehtool.decode.filters.Selection`: ``bind``, ``filter_batch``), checked
+        on the samples a batch at a time, as JSON output checks them, before they
+        become events."""
         if self.empty:
             return
         selection.bind(self.perf)
-        before = selection.prefilter if selection.needs_prefilter() else None
-        select = selection.select if selection.needs_event() else None
         convert, fields = self.converter.convert, self.fields
-        for sample in self.perf.samples(order=self.order):
-            if (before is None or before(sample)) and (select is None or select(sample)):
+        for batch in self.perf.batches(self.order, nonsample=False):
+            for sample in selection.filter_batch(batch):
                 yield convert(sample, fields)
 
     def close(self) -> None:
