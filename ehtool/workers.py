@@ -23,7 +23,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 #: the signals held while a process forks (SIGINT from a terminal reaches the workers too)
 HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -41,6 +41,20 @@ _alive = -1
 _go = -1
 #: in a worker: what its owner said (True: let go, False: gone), once it said it
 _answer: bool | None = None
+
+
+def report_file() -> BinaryIO:
+    """A file in memory for a worker's report to its owner (the owner closes it)."""
+    return open(os.memfd_create("ehtool-report", os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
+
+
+def part_file_error(exc: OSError) -> str:
+    """The message for a worker that could not write its part (a temporary file)."""
+    import tempfile
+
+    why = exc.strerror or " ".join(str(exc).split())  # (pyarrow's errors have no strerror)
+    return (f"cannot write output: {why} (a worker's part, in {tempfile.gettempdir()}; "
+            "TMPDIR chooses where, -j 1 needs none)")
 
 
 def ahead(jobs: int) -> int:

@@ -176,7 +176,7 @@ def _preload() -> None:
 def _start(p: _Part, columns: list[str] | None, crew: _Crew) -> None:
     """Fork the worker of ``p`` and add it to the crew's running parts."""
     p.out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
-    p.report = tempfile.TemporaryFile()  # noqa: SIM115 - closed by batches()
+    p.report = workers.report_file()
     with crew.lock, workers.held_signals():
         crew.check()
         p.worker = workers.fork(lambda: _worker(p, columns))
@@ -204,9 +204,7 @@ def _worker(p: _Part, columns: list[str] | None) -> None:
         p.out.flush()
         report.problems = [str(e) for e in problems]
     except OSError as exc:  # ENOSPC, EFBIG on its part's file (Arrow's own text too)
-        why = exc.strerror or " ".join(str(exc).split())
-        report.error = (f"cannot write output: {why} (a worker's part, in "
-                        f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
+        report.error = workers.part_file_error(exc)
     except BaseException as exc:  # noqa: BLE001 - the caller reports it
         report.internal = f"{type(exc).__name__}: {exc}"
     finally:

@@ -16,6 +16,7 @@ from typing import BinaryIO
 from ehtool import workers
 from ehtool.errors import OutputError
 from ehtool.render.document import copy_rest
+from ehtool.workers import part_file_error
 
 #: what the file workers waiting for their turn together keep in memory, at most
 HELD_BYTES = 256 << 20
@@ -93,14 +94,6 @@ class HeldOutput:
                 raise OutputError(part_file_error(exc)) from None
             with spill:
                 copy_rest(spill, self._direct)
-
-
-def part_file_error(exc: OSError) -> str:
-    """The message for a worker that could not write its part (a temporary file)."""
-    import tempfile
-
-    return (f"cannot write output: {exc.strerror} (a worker's part, in "
-            f"{tempfile.gettempdir()}; TMPDIR chooses where, -j 1 needs none)")
 
 
 def _writev_all(fd: int, buffers: list[bytes]) -> None:

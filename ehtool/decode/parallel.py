@@ -35,7 +35,7 @@ import orjson
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
-from ehtool.decode.handover import HeldOutput, held_limit, part_file_error
+from ehtool.decode.handover import HeldOutput, held_limit
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit
 from ehtool.workers import Worker
@@ -106,7 +106,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
         import tempfile
 
         outs = [stack.enter_context(tempfile.TemporaryFile()) for _ in targets]
-        reports = [stack.enter_context(_report_file()) for _ in targets]
+        reports = [stack.enter_context(workers.report_file()) for _ in targets]
         pid = status = 0
         try:
             with workers.held_signals():  # a signal meanwhile is raised once pid is set
@@ -135,11 +135,6 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             _replay(report, options, problems)
             if report.fatal:
                 raise InputError(report.fatal)
-
-
-def _report_file() -> BinaryIO:
-    """A file in memory for a worker's report (closed by the caller once read)."""
-    return open(os.memfd_create("ehtool-report", os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
 
 
 def _fork_chain(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
@@ -197,7 +192,7 @@ def _ended(report: WorkerReport, exc: BaseException, *, part: bool) -> None:
     elif isinstance(exc, OutputError):
         report.output_error = str(exc)
     elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG
-        report.output_error = (part_file_error(exc) if part
+        report.output_error = (workers.part_file_error(exc) if part
                                else f"cannot write output: {exc.strerror}")
     else:
         report.internal = f"internal error in a decoding worker: {exc!r}"
@@ -289,7 +284,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
         while (pending and sum(r.worker.busy for r in running) < busy
                and len(running) < workers.ahead(options.jobs)):
             index, path = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
-            report_file = _report_file()
+            report_file = workers.report_file()
             limit = 0 if to_file else held_limit(sum(r.limit for r in running))
             with workers.held_signals():
                 worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
