@@ -8,7 +8,22 @@ import sys
 
 __version__ = "0.1.0"
 
-if sys.argv[:1] == ["-m"]:  # ``python3 -m ehtool`` is starting: Ctrl-C exits 130 quietly
+
+def _starting_as_main() -> bool:
+    """``python3 -m ehtool`` is starting (not another module run with ``-m`` that
+    imports ehtool: its Ctrl-C is its own)."""
+    if sys.argv[:1] != ["-m"]:
+        return False
+    argv = getattr(sys, "orig_argv", [])
+    for i, arg in enumerate(argv[1:], 1):
+        if arg.startswith("-m"):  # -m NAME or -mNAME
+            return (arg[2:] or "".join(argv[i + 1:i + 2])) == "ehtool"
+        if arg[:1] == "-" and arg[1:2] != "-" and arg.endswith("m"):  # -Im NAME
+            return argv[i + 1:i + 2] == ["ehtool"]
+    return False
+
+
+if _starting_as_main():  # Ctrl-C exits 130 quietly
     import _signal  # built in: nothing to import that a Ctrl-C could interrupt
     import os
 
