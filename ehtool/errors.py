@@ -82,6 +82,14 @@ class SignalExit(SystemExit):
         self.signum = signum
 
 
+def output_error(exc: OSError, path: object = None) -> OutputError:
+    """``[PATH: ]cannot write output: WHY`` for an OSError on the output (ENOSPC, EFBIG,
+    EIO, a directory given as ``-o``...)."""
+    why = exc.strerror or " ".join(str(exc).split())  # (pyarrow's errors have no strerror)
+    return OutputError(f"{path}: cannot write output: {why}" if path is not None
+                       else f"cannot write output: {why}")
+
+
 def combined(problems: list[InputError]) -> InputError:
     """One error for the problems met in an input: the first, and how many more."""
     first = problems[0]

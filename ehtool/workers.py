@@ -52,8 +52,9 @@ def part_file_error(exc: OSError) -> str:
     """The message for a worker that could not write its part (a temporary file)."""
     import tempfile
 
-    why = exc.strerror or " ".join(str(exc).split())  # (pyarrow's errors have no strerror)
-    return (f"cannot write output: {why} (a worker's part, in {tempfile.gettempdir()}; "
+    from ehtool.errors import output_error
+
+    return (f"{output_error(exc)} (a worker's part, in {tempfile.gettempdir()}; "
             "TMPDIR chooses where, -j 1 needs none)")
 
 

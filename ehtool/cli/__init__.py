@@ -9,6 +9,7 @@ group in :mod:`ehtool.cli.app`, whose subcommands load lazily.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -89,6 +90,11 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
         # The reader went away (``ehtool decode x | head``): not an error.
         _silence_stdout()
         sys.exit(0)
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            _internal(exc)
+        _output_failed(exc)
+        sys.exit(1)
     except KeyboardInterrupt:
         _running = False
         leave(130)
@@ -98,11 +104,7 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
             leave(exc.code)
         raise
     except Exception as exc:  # a bug: one line, the traceback only on request
-        if os.environ.get("EHTOOL_DEBUG"):
-            raise
-        _error(f"ehtool: internal error: {type(exc).__name__}: {exc} "
-               "(set EHTOOL_DEBUG=1 for the traceback)")
-        sys.exit(1)
+        _internal(exc)
     finally:
         _running = False
     leave(0)
@@ -119,15 +121,43 @@ def _leave(status: int) -> NoReturn:
     if threading is not None and threading.active_count() > 1:
         sys.exit(status)
     try:
-        for stream in (sys.stdout, sys.stderr) if status <= 128 else (sys.stderr,):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):
+        if status <= 128 and sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away: not an error
+        _silence_stdout()
+    except OSError as exc:  # what was left to write did not fit (ENOSPC, EFBIG...)
+        _output_failed(exc)
+        status = status or 1
+    except ValueError:
         sys.exit(status)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.flush()
     import atexit
 
     atexit._run_exitfuncs()
     os._exit(status)
+
+
+#: errors of a write on the output, not bugs: "cannot write output: ..." (exit 1)
+_OUTPUT_ERRNOS = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EROFS))
+
+
+def _output_failed(exc: OSError) -> None:
+    """The output could not be written: say so, and drop what standard output still
+    buffers (it cannot be written either, and Python would report it again at exit)."""
+    from ehtool.errors import output_error
+
+    _silence_stdout()
+    _error(f"ehtool: error: {output_error(exc)}")
+
+
+def _internal(exc: Exception) -> NoReturn:
+    """A bug: one line, the traceback only on request (EHTOOL_DEBUG=1)."""
+    if os.environ.get("EHTOOL_DEBUG"):
+        raise exc
+    _error(f"ehtool: internal error: {type(exc).__name__}: {exc} "
+           "(set EHTOOL_DEBUG=1 for the traceback)")
+    sys.exit(1)
 
 
 def _error(message: str) -> None:

@@ -145,7 +145,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
     from ehtool.decode.options import DecodeOptions, available_cpus
-    from ehtool.errors import EXIT_INPUT, EhtoolError
+    from ehtool.errors import EXIT_INPUT, output_error
     from ehtool.render.meta_keys import parse_meta
     from ehtool.render.style import JsonStyle
 
@@ -223,7 +223,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     except BrokenPipeError:
         raise
     except OSError as exc:  # ENOSPC, EFBIG, EIO... on the output
-        raise EhtoolError(f"cannot write output: {exc.strerror or exc}") from None
+        raise output_error(exc) from None
     finally:
         if bar is not None:
             bar.close()

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ehtool.errors import EhtoolError, OutputError
+from ehtool.errors import EhtoolError, OutputError, output_error
 
 #: signals whose Python handlers may raise (SIGINT, and SIGTERM/SIGHUP in ehtool decode)
 _HELD = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
@@ -49,10 +49,10 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+        raise output_error(exc, path) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         if stat.S_ISDIR(st.st_mode):
-            raise EhtoolError(f"{path}: cannot write output: Is a directory")
+            raise OutputError(f"{path}: cannot write output: Is a directory")
         with _open_direct(path, "wb") as f:
             yield f
         return
@@ -96,7 +96,7 @@ def _open_direct(path: str, mode: str) -> Iterator[BinaryIO]:
     try:
         f = open(path, mode, buffering=_BUFFER)  # noqa: SIM115 (closed below)
     except OSError as exc:
-        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+        raise output_error(exc, path) from None
     with f:
         yield f
 
@@ -139,13 +139,13 @@ def atomic_directory(path: str) -> Iterator[str]:
 
     try:
         if os.listdir(path):
-            raise EhtoolError(f"{path}: cannot write output: the directory is not empty")
+            raise OutputError(f"{path}: cannot write output: the directory is not empty")
     except FileNotFoundError:
         pass
     except NotADirectoryError:
-        raise EhtoolError(f"{path}: cannot write output: not a directory") from None
+        raise OutputError(f"{path}: cannot write output: not a directory") from None
     except OSError as exc:
-        raise EhtoolError(f"{path}: cannot write output: {exc.strerror}") from None
+        raise output_error(exc, path) from None
     target = os.path.realpath(path)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
@@ -179,4 +179,4 @@ def _commit_directory(tmp: str, target: str) -> None:
     try:
         os.replace(tmp, target)  # over an empty directory too
     except OSError as exc:
-        raise EhtoolError(f"{target}: cannot write output: {exc.strerror}") from None
+        raise output_error(exc, target) from None

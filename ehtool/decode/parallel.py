@@ -37,7 +37,7 @@ from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.handover import HeldOutput, held_limit
 from ehtool.decode.options import DecodeOptions
-from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit
+from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit, output_error
 from ehtool.workers import Worker
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def _ended(report: WorkerReport, exc: BaseException, *, part: bool) -> None:
         report.output_error = str(exc)
     elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG
         report.output_error = (workers.part_file_error(exc) if part
-                               else f"cannot write output: {exc.strerror}")
+                               else str(output_error(exc)))
     else:
         report.internal = f"internal error in a decoding worker: {exc!r}"
 
