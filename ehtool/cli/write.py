@@ -55,7 +55,7 @@ _TYPES_HELP = (
 @click.option("--batch", is_flag=True,
               help="Read events as JSON Lines from stdin (or -i FILE); see below.")
 @click.option("-i", "--input", "input_file", metavar="FILE", help="Batch input file.",
-              type=click.Path(dir_okay=False, allow_dash=True))
+              type=click.Path(allow_dash=True))
 @click.option("--strict", is_flag=True, help="Batch: stop at the first bad line.")
 @click.option("--require-enabled", is_flag=True,
               help="Exit 3 when no session has the tracepoint enabled (nothing written).")
@@ -115,10 +115,11 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
         from ehtool.provider.writer import EventWriter, WriteDefaults
 
         if provider or event or fields:
-            raise click.UsageError("--batch takes events from its input, not arguments")
+            raise click.UsageError("--batch and -i take events from the input, not from arguments")
         writer = EventWriter(dry_run=dry_run, out=out, say=say)
         try:
-            status = write_batch(writer, input_file, WriteDefaults(**values), strict=strict,
+            status = write_batch(writer, None if input_file == "-" else input_file,
+                                 WriteDefaults(**values), strict=strict,
                                  require_enabled=require_enabled,
                                  warn=lambda m: click.echo(f"ehtool: error: {m}", err=True))
         finally:

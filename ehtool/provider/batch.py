@@ -37,7 +37,10 @@ def write_batch(writer: EventWriter, path: str | None, defaults: WriteDefaults, 
     lookup, default_ext = plans.plans, plans.activity
     dry_write = writer.out.write if writer.dry_run and writer.out is not None else None
     send = writer.send
-    stream = open(path, "rb") if path else sys.stdin.buffer  # noqa: SIM115
+    try:
+        stream = open(path, "rb") if path else sys.stdin.buffer  # noqa: SIM115
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from None
     bad = disabled = written = 0
     # dry-run lines go out in chunks (stdout may be unbuffered: PYTHONUNBUFFERED),
     # one by one when a person types the input

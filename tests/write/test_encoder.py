@@ -150,6 +150,20 @@ def test_batch_reports_bad_lines_and_keeps_going():
     assert strict.returncode == 1 and len(strict.stdout.splitlines()) == 1
 
 
+def test_batch_input_file_errors_are_input_errors(tmp_path):
+    """A missing batch file was an internal error (FileNotFoundError); a directory exit 2."""
+    for path, why in ((tmp_path / "nosuch.jsonl", "No such file or directory"),
+                      (tmp_path, "Is a directory")):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--batch", "--dry-run",
+                               "-i", str(path)], capture_output=True, text=True)
+        assert done.returncode == 1
+        assert done.stderr == f"ehtool: error: {path}: cannot read: {why}\n"
+    dash = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "-i", "-"],
+                          input='{"provider": "P", "event": "E"}\n', capture_output=True,
+                          text=True)
+    assert dash.returncode == 0 and dash.stdout.startswith("P_L5K1 "), dash.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["P", "E", "ip:ipv4=999.1.1.1"], "field 'ip': '999.1.1.1' is not a valid ipv4"),
     (["P", "E", "ip:ipv6=zz::1"], "field 'ip': 'zz::1' is not a valid ipv6"),
