@@ -70,7 +70,8 @@ def cli() -> None:
 
     \b
     Exit codes: 0 success, 1 bad input, 2 usage error, 3 event not enabled
-    (write --require-enabled), 4 kernel interface error, 5 perf failed.
+    (write --require-enabled), 4 kernel interface error, 5 perf failed,
+    128+N stopped by signal N.
     """
 
 
@@ -91,6 +92,10 @@ def run(args: list[str]) -> None:
         click.echo("ehtool: aborted", err=True)
         raise SystemExit(130) from None
     except click.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            click.echo(ctx.get_help())  # a bare command shows its help, as click 8.1 did
+            raise SystemExit(0) from None
         click.echo(f"ehtool: error: {_one_line(exc)}", err=True)
         raise SystemExit(exc.exit_code) from None
     except click.exceptions.Exit as exc:

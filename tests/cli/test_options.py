@@ -109,3 +109,11 @@ def test_decode_without_file_reads_perf_data(ehtool, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run = ehtool("decode", "--format", "jsonl")
     assert run.status == 0 and len(run.out.splitlines()) == 3
+
+
+def test_bare_ehtool_shows_its_help(ehtool):
+    """Alone, ``ehtool`` printed its whole help squashed into one "error:" line (exit 2)."""
+    run = ehtool()
+    assert run.status == 0 and run.err == ""
+    assert run.out == ehtool("--help").out and "Commands:" in run.out
+    assert "128+N stopped by signal N" in " ".join(run.out.split())
