@@ -24,7 +24,7 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
     import json
 
     from ehtool.decode.info import format_text, summarize
-    from ehtool.errors import EXIT_INPUT, EhtoolError
+    from ehtool.errors import EXIT_INPUT, EhtoolError, InputError, combined
 
     failed = False
     for i, path in enumerate(paths or ("perf.data",)):
@@ -33,10 +33,17 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
         except EhtoolError as exc:
             click.echo(f"ehtool: error: {exc}", err=True)
             failed = True
+            if as_json:  # (one object per file, whatever happened to it)
+                click.echo(json.dumps({"file": path, "problems": [str(exc)]},
+                                      indent=None if len(paths) > 1 else 2))
             continue
         if as_json:
             click.echo(json.dumps(summary, indent=None if len(paths) > 1 else 2))
         else:
             click.echo(("\n" if i else "") + format_text(summary))
+        if summary["problems"]:
+            problems = [InputError(p) for p in summary["problems"]]
+            click.echo(f"ehtool: error: {combined(problems)}", err=True)
+            failed = True
     if failed:
         raise SystemExit(EXIT_INPUT)

@@ -14,7 +14,10 @@ _RECORD_NAMES = {RecordType.LOST: "lost", RecordType.LOST_SAMPLES: "lost_samples
 
 
 def summarize(path: str) -> dict[str, Any]:
-    """Everything ``ehtool info`` prints, as plain data."""
+    """Everything ``ehtool info`` prints, as plain data. A file that opens but is cut
+    short or corrupt is summarized up to where it could be read, and its problems are
+    listed under ``"problems"`` (a file that does not open raises)."""
+    from ehtool.errors import EhtoolError, InputError
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
 
@@ -22,22 +25,27 @@ def summarize(path: str) -> dict[str, Any]:
     per_eventheader: Counter[str] = Counter()
     counts = RecordCounts()
     first = last = None
+    problems: list[InputError] = []
     with PerfDataFile.open(path) as f:
+        f.on_error = problems.append
         identify = SampleConverter(big_endian=f.big_endian).identify
-        for rec in f.records(order="file", nonsample=True):
-            desc = getattr(rec, "desc", None)
-            if getattr(rec, "raw", None) is not None and desc is not None:
-                per_event[desc.name or "?"] += 1
-                if desc.format is not None and desc.format.eventheader_offset is not None:
-                    provider, event, level, _ = identify(rec)
-                    if level is not None:
-                        per_eventheader[f"{provider}:{event}"] += 1
-                t = rec.time
-                if t is not None:
-                    first = t if first is None or t < first else first
-                    last = t if last is None or t > last else last
-            else:
-                counts.add(rec.type, rec.body)
+        try:
+            for rec in f.records(order="file", nonsample=True):
+                desc = getattr(rec, "desc", None)
+                if getattr(rec, "raw", None) is not None and desc is not None:
+                    per_event[desc.name or "?"] += 1
+                    if desc.format is not None and desc.format.eventheader_offset is not None:
+                        provider, event, level, _ = identify(rec)
+                        if level is not None:
+                            per_eventheader[f"{provider}:{event}"] += 1
+                    t = rec.time
+                    if t is not None:
+                        first = t if first is None or t < first else first
+                        last = t if last is None or t > last else last
+                else:
+                    counts.add(rec.type, rec.body)
+        except EhtoolError as exc:  # where reading stops: the summary of what came before
+            problems.append(exc)
         info = f.info
         clock = f.session.clock
         records = {_RECORD_NAMES.get(k, str(k)): v for k, v in sorted(f.counts.items())
@@ -68,6 +76,7 @@ def summarize(path: str) -> dict[str, Any]:
             "lost_events": counts.lost,
             "events": dict(per_event.most_common()),
             "eventheader_events": dict(per_eventheader.most_common()),
+            "problems": [str(p) for p in problems],
         }
 
 

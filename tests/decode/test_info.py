@@ -31,3 +31,26 @@ def test_golden_counts_and_header():
 def test_missing_file_is_a_one_line_error(tmp_path):
     done = info(str(tmp_path / "none.data"))
     assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stdout == ""
+    as_json = info("--json", str(tmp_path / "none.data"))
+    assert as_json.returncode == 1 and as_json.stderr == done.stderr
+    assert json.loads(as_json.stdout) == {
+        "file": str(tmp_path / "none.data"),
+        "problems": [f"{tmp_path / 'none.data'}: cannot open: No such file or directory"]}
+
+
+def test_a_cut_file_is_summarized_up_to_the_cut(tmp_path):
+    """info showed nothing for a file perf left cut short (and --json wrote nothing)."""
+    path = tmp_path / "cut.data"
+    path.write_bytes(golden_path("linuxtracepoints/perf.data").read_bytes()[:100_000])
+    done = info("--json", str(path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    summary = json.loads(done.stdout)
+    events = subprocess.run(
+        [sys.executable, "-m", "ehtool", "decode", "--format", "jsonl", str(path)],
+        capture_output=True, text=True).stdout.count("\n")
+    assert sum(summary["events"].values()) == events == 218
+    assert len(summary["problems"]) == 1 and "truncated file" in summary["problems"][0]
+    assert done.stderr == f"ehtool: error: {summary['problems'][0]}\n"
+    text = info(str(path))
+    assert text.returncode == 1 and "       218  total" in text.stdout
