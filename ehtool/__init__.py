@@ -29,17 +29,22 @@ if _starting_as_main():  # Ctrl-C exits 130 quietly
 
     _signal.signal(_signal.SIGINT, lambda signum, frame: os._exit(130))
 
-__all__ = ["Provider", "open"]
+__all__ = ["EhtoolError", "EncodeError", "InputError", "KernelError", "Provider", "open"]
+
+#: the lazy names: ``import ehtool`` stays cheap (the CLI imports it on every TAB completion)
+_LAZY = {"open": "ehtool.events", "Provider": "ehtool.provider.api",
+         "EncodeError": "ehtool.eventheader.encoder", "EhtoolError": "ehtool.errors",
+         "InputError": "ehtool.errors", "KernelError": "ehtool.errors"}
 
 
 def __getattr__(name: str):
-    # lazy: ``import ehtool`` stays cheap (the CLI imports it on every TAB completion)
-    if name == "open":
-        from ehtool.events import open
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ehtool' has no attribute {name!r}")
+    import importlib
 
-        return open
-    if name == "Provider":
-        from ehtool.provider.api import Provider
+    return getattr(importlib.import_module(module), name)
 
-        return Provider
-    raise AttributeError(f"module 'ehtool' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
