@@ -90,6 +90,14 @@ def output_error(exc: OSError, path: object = None) -> OutputError:
                        else f"cannot write output: {why}")
 
 
+def part_file_error(exc: OSError) -> str:
+    """The message for a worker that could not write its part (a temporary file)."""
+    import tempfile
+
+    return (f"{output_error(exc)} (a worker's part, in {tempfile.gettempdir()}; "
+            "TMPDIR chooses where, -j 1 needs none)")
+
+
 def combined(problems: list[InputError]) -> InputError:
     """One error for the problems met in an input: the first, and how many more."""
     first = problems[0]

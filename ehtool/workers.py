@@ -48,16 +48,6 @@ def report_file() -> BinaryIO:
     return open(os.memfd_create("ehtool-report", os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
 
 
-def part_file_error(exc: OSError) -> str:
-    """The message for a worker that could not write its part (a temporary file)."""
-    import tempfile
-
-    from ehtool.errors import output_error
-
-    return (f"{output_error(exc)} (a worker's part, in {tempfile.gettempdir()}; "
-            "TMPDIR chooses where, -j 1 needs none)")
-
-
 def ahead(jobs: int) -> int:
     """How many parts may be started or done but not yet handed on, behind the one being
     written: enough to keep ``jobs`` processes busy past a slow part, few enough that

@@ -22,7 +22,14 @@ from typing import IO, Any
 
 from ehtool import workers
 from ehtool.analysis.arrow import record_batches, require, schema
-from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit, combined
+from ehtool.errors import (
+    EhtoolError,
+    InputError,
+    OutputError,
+    SignalExit,
+    combined,
+    part_file_error,
+)
 from ehtool.workers import Worker
 
 #: the smallest part a file is split into (smaller files are one part)
@@ -204,7 +211,7 @@ def _worker(p: _Part, columns: list[str] | None) -> None:
         p.out.flush()
         report.problems = [str(e) for e in problems]
     except OSError as exc:  # ENOSPC, EFBIG on its part's file (Arrow's own text too)
-        report.error = workers.part_file_error(exc)
+        report.error = part_file_error(exc)
     except BaseException as exc:  # noqa: BLE001 - the caller reports it
         report.internal = f"{type(exc).__name__}: {exc}"
     finally:

@@ -14,9 +14,8 @@ import os
 from typing import BinaryIO
 
 from ehtool import workers
-from ehtool.errors import OutputError
+from ehtool.errors import OutputError, part_file_error
 from ehtool.render.document import copy_rest
-from ehtool.workers import part_file_error
 
 #: what the file workers waiting for their turn together keep in memory, at most
 HELD_BYTES = 256 << 20

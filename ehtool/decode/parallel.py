@@ -37,7 +37,14 @@ from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.handover import HeldOutput, held_limit
 from ehtool.decode.options import DecodeOptions
-from ehtool.errors import EhtoolError, InputError, OutputError, SignalExit, output_error
+from ehtool.errors import (
+    EhtoolError,
+    InputError,
+    OutputError,
+    SignalExit,
+    output_error,
+    part_file_error,
+)
 from ehtool.workers import Worker
 
 if TYPE_CHECKING:
@@ -192,7 +199,7 @@ def _ended(report: WorkerReport, exc: BaseException, *, part: bool) -> None:
     elif isinstance(exc, OutputError):
         report.output_error = str(exc)
     elif isinstance(exc, OSError) and exc.strerror:  # ENOSPC, EFBIG
-        report.output_error = (workers.part_file_error(exc) if part
+        report.output_error = (part_file_error(exc) if part
                                else str(output_error(exc)))
     else:
         report.internal = f"internal error in a decoding worker: {exc!r}"

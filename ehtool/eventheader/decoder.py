@@ -11,7 +11,6 @@ name's level, a metadata extension); the JSON renderer uses it too.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from ehtool.eventheader.grammar import (
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
     FieldDef,
+    count_struct,
     header_struct,
     parse_extensions,
     parse_metadata,
@@ -194,7 +194,7 @@ class EventHeaderEvent:
     fields: Fields
 
 
-_U16 = {True: struct.Struct("<H"), False: struct.Struct(">H")}
+_U16 = {True: count_struct(True), False: count_struct(False)}
 
 
 class TypedDecoder:

@@ -57,6 +57,9 @@ HEADER_FLAGS = int((HeaderFlags.LITTLE_ENDIAN if LITTLE else HeaderFlags.NONE)
                    | (HeaderFlags.POINTER64 if POINTER64 else HeaderFlags.NONE)
                    | HeaderFlags.EXTENSION)
 
+# the grammar's header, extension header and count (eventheader/grammar.py), written
+# out: ``ehtool write`` does not import construct (its start-up is a shell loop's cost);
+# tests/eventheader/test_grammar_structs.py proves they equal the derived ones
 _HEADER = struct.Struct(_O + "BBHHBB")
 _EXT = struct.Struct(_O + "HH")
 _U16 = struct.Struct(_O + "H")

@@ -87,8 +87,11 @@ def grammar(little_endian: bool) -> dict[str, c.Construct]:
         "fields" / c.GreedyRange(field_def),
         c.Terminated,
     )
+    # the u16 of a tag, a constant-array count, and (payload) of a variable array's or a
+    # counted string's length
+    count = c.Struct("count" / u16)
     return {"header": header, "extension_header": extension_header, "extension": extension,
-            "field_def": field_def, "metadata": metadata}
+            "field_def": field_def, "metadata": metadata, "count": count}
 
 
 @dataclass(slots=True)
@@ -113,6 +116,13 @@ def header_struct(little_endian: bool) -> struct.Struct:
 def extension_struct(little_endian: bool) -> struct.Struct:
     """``struct`` format of an extension's size/kind pair, derived from the grammar."""
     return _derive(grammar(little_endian)["extension_header"], little_endian)
+
+
+@cache
+def count_struct(little_endian: bool) -> struct.Struct:
+    """``struct`` format of the u16 before a variable array or a counted string (payload)
+    and of a tag or constant-array count (metadata), derived from the grammar."""
+    return _derive(grammar(little_endian)["count"], little_endian)
 
 
 @cache
@@ -163,7 +173,7 @@ def parse_extensions(data: bytes, pos: int, little_endian: bool
 
 #: a field definition as read: (name, encoding, format or None, tag or None, count or None)
 RawFieldDef = tuple[bytes, int, "int | None", "int | None", "int | None"]
-_U16 = {True: struct.Struct("<H").unpack_from, False: struct.Struct(">H").unpack_from}
+_U16 = {True: count_struct(True).unpack_from, False: count_struct(False).unpack_from}
 
 
 def read_field_defs(metadata: bytes, little_endian: bool

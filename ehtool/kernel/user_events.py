@@ -39,10 +39,9 @@ DIAG_IOCSREG = _ioc(3, 0)  # _IOWR('*', 0, struct user_reg *)
 DIAG_IOCSDEL = _ioc(1, 1)  # _IOW('*', 1, char *)
 DIAG_IOCSUNREG = _ioc(1, 2)  # _IOW('*', 2, struct user_unreg *)
 
-#: struct user_reg (packed): size, enable_bit, enable_size, flags, enable_addr,
-#: name_args, write_index
+#: struct user_reg and struct user_unreg: the grammars of kernel/abi.py written out
+#: (``ehtool write`` does not import construct; tests/kernel/test_abi.py compares them)
 USER_REG = struct.Struct("=IBBHQQI")
-#: struct user_unreg (packed): size, disable_bit, reserved, reserved2, disable_addr
 USER_UNREG = struct.Struct("=IBBHQ")
 USER_EVENT_REG_PERSIST = 0x1
 #: longest registration command the kernel takes (MAX_EVENT_DESC, with the NUL)

@@ -16,6 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ehtool.errors import InputError
+from ehtool.perfdata.grammar import RecordType, grammar_for
+from ehtool.perfdata.hotpath import body_offset
+
+_G = grammar_for(False)  # (the offsets are the same in both byte orders)
+#: where a COMPRESSED record's data starts, and a COMPRESSED2 record's size and data
+_DATA_AT = body_offset(_G, RecordType.COMPRESSED, "data")
+_DATA_SIZE_AT = body_offset(_G, RecordType.COMPRESSED2, "data_size")
+_DATA2_AT = body_offset(_G, RecordType.COMPRESSED2, "data")
 
 
 class Decompressor(Protocol):
@@ -45,11 +53,16 @@ def compressed_data(compressed2: bool, buf: Any, pos: int, end: int,
     COMPRESSED: the 8-byte header, then data. COMPRESSED2: the header, a u64 data size,
     the data, padding to 8 bytes."""
     if not compressed2:
-        return bytes(buf[pos + 8:end])
-    size = u64(buf, pos + 8)[0] if end - pos >= 16 else -1
-    if not 0 <= size <= end - pos - 16:
+        return bytes(buf[pos + _DATA_AT:end])
+    size = compressed_size(buf, pos, end, u64)
+    if not 0 <= size <= end - pos - _DATA2_AT:
         return None
-    return bytes(buf[pos + 16:pos + 16 + size])
+    return bytes(buf[pos + _DATA2_AT:pos + _DATA2_AT + size])
+
+
+def compressed_size(buf: Any, pos: int, end: int, u64: Any) -> int:
+    """The data size a COMPRESSED2 record at ``buf[pos:end]`` says (-1: too short)."""
+    return u64(buf, pos + _DATA_SIZE_AT)[0] if end - pos >= _DATA2_AT else -1
 
 
 def zstd_decompressor(path: str, offset: int) -> Decompressor:

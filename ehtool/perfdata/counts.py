@@ -9,11 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ehtool.perfdata.grammar import RecordType, grammar_for
+from ehtool.perfdata.hotpath import body_offset
 
 _SAMPLE, _LOST, _LOST_SAMPLES = (int(RecordType.SAMPLE), int(RecordType.LOST),
                                  int(RecordType.LOST_SAMPLES))
 _TRACING_DATA, _AUXTRACE = int(RecordType.HEADER_TRACING_DATA), int(RecordType.AUXTRACE)
-_HEADER = 8
+
+
+def _offset(rtype: int, name: str) -> int:
+    return body_offset(grammar_for(False), rtype, name)  # (the same in both byte orders)
+
+
+#: where the size of the data that follows HEADER_TRACING_DATA and AUXTRACE is
+_TRACING_SIZE_AT = _offset(_TRACING_DATA, "size")
+_AUXTRACE_SIZE_AT = _offset(_AUXTRACE, "size")
 
 
 def payload_size(rtype: int, buf: Any, pos: int, size: int,
@@ -24,20 +33,10 @@ def payload_size(rtype: int, buf: Any, pos: int, size: int,
     a pad in perf 6.x), AUXTRACE's data (its u64 size); 0 for every other record; None
     when the record is too short to hold the size."""
     if rtype == _TRACING_DATA:
-        return u32(buf, pos + _HEADER)[0] if size >= 12 else None
+        return u32(buf, pos + _TRACING_SIZE_AT)[0] if size >= _TRACING_SIZE_AT + 4 else None
     if rtype == _AUXTRACE:
-        return u64(buf, pos + _HEADER)[0] if size >= 16 else None
+        return u64(buf, pos + _AUXTRACE_SIZE_AT)[0] if size >= _AUXTRACE_SIZE_AT + 8 else None
     return 0
-
-
-def _offset(rtype: int, name: str) -> int:
-    """Where field ``name`` of a record's body starts, from the grammar (after the header)."""
-    pos = _HEADER
-    for sub in grammar_for(False).records[rtype].subcons:
-        if sub.name == name:
-            return pos
-        pos += sub.sizeof()
-    raise KeyError(name)
 
 
 #: (record type, offset of its u64 "lost" count, the least record size that holds it)

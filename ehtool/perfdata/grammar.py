@@ -318,6 +318,11 @@ class PerfGrammar:
                 }, default=c.GreedyBytes),  # CPUS and newer kinds
             ),
             RecordType.HEADER_FEATURE: c.Struct("feature" / u64, "data" / c.GreedyBytes),
+            # ``perf record -z``: pieces of one zstd stream (a record may continue in the next)
+            RecordType.COMPRESSED: c.Struct("data" / c.GreedyBytes),
+            RecordType.COMPRESSED2: c.Struct(
+                "data_size" / c.Rebuild(u64, c.len_(this.data)), "data" / c.Bytes(this.data_size),
+                "pad" / c.GreedyBytes),
             # AUXTRACE: ``size`` more bytes follow the record, uncounted in header.size
             RecordType.AUXTRACE: c.Struct(
                 "size" / u64, "offset" / u64, "reference" / u64,

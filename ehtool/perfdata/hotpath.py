@@ -18,7 +18,7 @@ from typing import Any
 
 import construct as c
 
-from ehtool.perfdata.grammar import NulPadded, PerfGrammar
+from ehtool.perfdata.grammar import NulPadded, PerfGrammar, SampleType
 from ehtool.perfdata.records import EventDesc, Sample
 
 #: the Sample attributes a reader fills from grammar fields of the same name
@@ -78,6 +78,27 @@ def fixed_prefix(endian: str, fields: tuple[c.Construct, ...]) -> FixedPrefix:
 
 def _header_fields(g: PerfGrammar) -> tuple[c.Construct, ...]:
     return tuple(g.record_header.subcons)
+
+
+def header_struct(g: PerfGrammar) -> struct.Struct:
+    """The record header (type, misc, size) as one struct."""
+    return fixed_prefix(g.endian, _header_fields(g)).struct
+
+
+def identified_header_struct(g: PerfGrammar) -> struct.Struct:
+    """The record header and the u64 after it: a sample's id with PERF_SAMPLE_IDENTIFIER."""
+    return sample_prefix(g, SampleType.IDENTIFIER, 0).struct
+
+
+def body_offset(g: PerfGrammar, rtype: int, name: str) -> int:
+    """Where field ``name`` of a record of ``rtype`` starts (its fixed-size fields before
+    it, after the header), from the grammar."""
+    pos = g.record_header.sizeof()
+    for sub in g.records[rtype].subcons:
+        if sub.name == name:
+            return pos
+        pos += sub.sizeof()
+    raise KeyError(name)
 
 
 def sample_prefix(g: PerfGrammar, sample_type: int, read_format: int) -> FixedPrefix:

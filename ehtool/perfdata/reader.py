@@ -27,6 +27,7 @@ from ehtool.perfdata.grammar import (
     detect_byte_order,
     grammar_for,
 )
+from ehtool.perfdata.hotpath import header_struct, identified_header_struct
 from ehtool.perfdata.metadata import Metadata, PerfInfo
 from ehtool.perfdata.records import EventDesc, Record, Sample
 from ehtool.perfdata.rounds import rounds_by_time
@@ -85,8 +86,9 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self._event_desc_applied = False
         self._u64 = struct.Struct(self.grammar.endian + "Q").unpack_from
         self._u32 = struct.Struct(self.grammar.endian + "I").unpack_from
-        self._hdr = struct.Struct(self.grammar.endian + "IHH").unpack_from
-        self._hdr_id = struct.Struct(self.grammar.endian + "IHHQ").unpack_from
+        self._hdr = header_struct(self.grammar).unpack_from
+        hdr_id = identified_header_struct(self.grammar)
+        self._hdr_id, self._hdr_id_size = hdr_id.unpack_from, hdr_id.size
         self._run: Callable | None = None
         self._run_key: tuple | None = None
         self._file: BinaryIO | None = None

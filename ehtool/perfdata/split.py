@@ -5,10 +5,12 @@ second process, which walks to the split point, and the first, which stops there
 
 from __future__ import annotations
 
-import struct
+import functools
+from collections.abc import Callable
 from typing import Any
 
-from ehtool.perfdata.grammar import RecordType
+from ehtool.perfdata.grammar import RecordType, grammar_for
+from ehtool.perfdata.hotpath import header_struct
 from ehtool.speedups import load as load_speedups
 
 _R = RecordType
@@ -37,7 +39,7 @@ def _hop(buf: Any, pos: int, end: int, big_endian: bool, stops: bytes) -> tuple[
     """From ``pos``, step over records until one whose type is in ``stops`` (a 256-byte
     table; types >= 256 stop too) or whose size is below 8: ``(pos, type, size)``, or
     ``(pos, -1, 0)`` at ``end``. ``_speedups.hop`` does the same in C."""
-    header = _HEADERS[big_endian]
+    header = _header(big_endian)
     while pos + 8 <= end:
         rtype, _misc, size = header(buf, pos)
         if size < 8 or rtype >= 256 or stops[rtype]:
@@ -46,7 +48,9 @@ def _hop(buf: Any, pos: int, end: int, big_endian: bool, stops: bytes) -> tuple[
     return pos, -1, 0
 
 
-_HEADERS = {False: struct.Struct("<IHH").unpack_from, True: struct.Struct(">IHH").unpack_from}
+@functools.cache
+def _header(big_endian: bool) -> Callable[[Any, int], tuple[int, int, int]]:
+    return header_struct(grammar_for(big_endian)).unpack_from
 
 
 def split_here(rtype: int, after: int, middle: int, end: int) -> bool | None:

@@ -24,8 +24,9 @@ def _body(big_endian: bool) -> c.Struct:
     """Everything after the endian byte, in the blob's own byte order."""
     u32, u64 = (c.Int32ub, c.Int64ub) if big_endian else (c.Int32ul, c.Int64ul)
     text64 = c.Prefixed(u64, c.GreedyBytes)
-    # a format text and the blob offset of its u64 size word (error messages name the text)
-    format64 = c.Struct("at" / c.Tell, "text" / text64)
+    # a format text and its blob offset (error messages name the text)
+    format64 = c.Struct("size" / c.Rebuild(u64, c.len_(this.text)), "at" / c.Tell,
+                        "text" / c.Bytes(this.size))
     return c.Struct(
         "long_size" / c.Int8ub,
         "page_size" / u32,
@@ -107,11 +108,11 @@ def parse_tracing_data(blob: bytes) -> TracingData:
     if body is None:
         raise c.ConstructError(f"unknown tracing-data endian byte {obj.endian}")
     formats = [("ftrace", t.text.decode("latin-1")) for t in body.ftraces]
-    offsets = [t.at + 8 for t in body.ftraces]
+    offsets = [t.at for t in body.ftraces]
     for system in body.systems:
         name = system.name.decode("latin-1")
         formats += [(name, t.text.decode("latin-1")) for t in system.formats]
-        offsets += [t.at + 8 for t in system.formats]
+        offsets += [t.at for t in system.formats]
     return TracingData(
         version=obj.version.decode("latin-1"),
         big_endian=obj.endian == 1,

@@ -10,12 +10,13 @@ from typing import Any
 import construct as c
 
 from ehtool.errors import InputError
-from ehtool.perfdata.compression import compressed_data, zstd_decompressor
+from ehtool.perfdata.compression import compressed_data, compressed_size, zstd_decompressor
 from ehtool.perfdata.counts import payload_size
-from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType
+from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType, grammar_for
 from ehtool.perfdata.hotpath import (
     CorruptSample,
     TrailerReader,
+    body_offset,
     make_body_reader,
     make_run_scanner,
     make_trailer_reader,
@@ -32,6 +33,14 @@ _SAMPLE = int(_R.SAMPLE)
 # the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
 FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
 _UNSET = object()
+# where things are in a record, from the grammar (the same in both byte orders)
+_G = grammar_for(False)
+_BODY_AT = _G.record_header.sizeof()
+_FEATURE_AT = body_offset(_G, _R.HEADER_FEATURE, "feature")
+_FEATURE_DATA_AT = body_offset(_G, _R.HEADER_FEATURE, "data")
+_UPDATE_TYPE_AT = body_offset(_G, _R.EVENT_UPDATE, "type")
+_UPDATE_ID_AT = body_offset(_G, _R.EVENT_UPDATE, "id")
+_UPDATE_DATA_AT = body_offset(_G, _R.EVENT_UPDATE, "data")
 
 
 class RecordWalk:
@@ -45,8 +54,8 @@ class RecordWalk:
         ``len(out)`` of each flush point to ``flushes``; returns the position of
         the first unread record. Sets ``self._fatal`` on corrupt sizes.
         """
-        hdr = self._hdr
-        hdr_id = self._hdr_id  # header + IDENTIFIER in one unpack
+        hdr, hdr_size = self._hdr, _BODY_AT
+        hdr_id, hdr_id_size = self._hdr_id, self._hdr_id_size  # header + IDENTIFIER at once
         u64 = self._u64
         readers = self._readers
         append = out.append
@@ -61,14 +70,14 @@ class RecordWalk:
                 nsamples += n
                 if pos >= limit:
                     break
-            if pos + 16 <= end:
+            if pos + hdr_id_size <= end:
                 rtype, _misc, size, ident = hdr_id(buf, pos)
-            elif pos + 8 <= end:
+            elif pos + hdr_size <= end:
                 rtype, _misc, size = hdr(buf, pos)
                 ident = None
             else:
                 break
-            if rtype == sample_type and size >= 16 and pos + size <= end:
+            if rtype == sample_type and size >= hdr_id_size and pos + size <= end:
                 if id_at == 8:
                     reader = readers.get(ident)
                 elif id_at > 0:
@@ -185,15 +194,16 @@ class RecordWalk:
             nxt += extra
         elif rtype == _R.HEADER_ATTR:
             try:
-                body = g.records[rtype].parse(bytes(buf[pos + 8:nxt]))
+                body = g.records[rtype].parse(bytes(buf[pos + _BODY_AT:nxt]))
             except c.ConstructError as exc:
                 self._defer(InputError(f"bad HEADER_ATTR: {brief(exc)}", self.path, offset))
             else:
                 self._add_desc(body.attr, list(body.ids), offset)
         elif rtype == _R.HEADER_FEATURE:
-            if size >= 16:
-                bit = self._u64(buf, pos + 8)[0]
-                self._apply_feature(bit, bytes(buf[pos + 16:nxt]), offset + 16)
+            if size >= _FEATURE_DATA_AT:
+                bit = self._u64(buf, pos + _FEATURE_AT)[0]
+                self._apply_feature(bit, bytes(buf[pos + _FEATURE_DATA_AT:nxt]),
+                                    offset + _FEATURE_DATA_AT)
         elif rtype == _R.EVENT_UPDATE:
             self._event_update(buf, pos, nxt, offset)
         elif rtype == _R.ID_INDEX:
@@ -207,7 +217,7 @@ class RecordWalk:
             out.append(rec)
         elif rtype == _R.COMM or rtype == _R.FORK:
             _, tr = self._trailer_layout(rtype, buf, pos, size)
-            self._learn(rtype, self._body(rtype, buf, pos + 8,
+            self._learn(rtype, self._body(rtype, buf, pos + _BODY_AT,
                                           nxt - (tr.size if tr is not None else 0)))
         return nxt
 
@@ -222,7 +232,7 @@ class RecordWalk:
         """
         data = compressed_data(rtype == _R.COMPRESSED2, buf, pos, nxt, self._u64)
         if data is None:
-            size = self._u64(buf, pos + 8)[0] if nxt - pos >= 16 else -1
+            size = compressed_size(buf, pos, nxt, self._u64)
             self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
                                      self.path, offset)
             return False
@@ -244,20 +254,20 @@ class RecordWalk:
         return self._fatal is None
 
     def _event_update(self, buf: Any, pos: int, nxt: int, offset: int) -> None:
-        if nxt - pos < 24:
+        if nxt - pos < _UPDATE_DATA_AT:
             return
-        kind = self._u64(buf, pos + 8)[0]
+        kind = self._u64(buf, pos + _UPDATE_TYPE_AT)[0]
         if kind != EVENT_UPDATE_NAME:
             return
-        desc = self._desc_by_id.get(self._u64(buf, pos + 16)[0])
+        desc = self._desc_by_id.get(self._u64(buf, pos + _UPDATE_ID_AT)[0])
         if desc is None:
             return
-        body = self.grammar.records[_R.EVENT_UPDATE].parse(bytes(buf[pos + 8:nxt]))
+        body = self.grammar.records[_R.EVENT_UPDATE].parse(bytes(buf[pos + _BODY_AT:nxt]))
         desc.name = body.data
 
     def _id_index(self, buf: Any, pos: int, nxt: int, offset: int) -> None:
         try:
-            body = self.grammar.records[_R.ID_INDEX].parse(bytes(buf[pos + 8:nxt]))
+            body = self.grammar.records[_R.ID_INDEX].parse(bytes(buf[pos + _BODY_AT:nxt]))
         except c.ConstructError as exc:
             self._defer(InputError(f"bad ID_INDEX: {brief(exc)}", self.path, offset))
             return
@@ -324,7 +334,7 @@ class RecordWalk:
         nxt = pos + size
         desc, tr = self._trailer_layout(rtype, buf, pos, size)
         trailer = tr.read(buf, nxt) if tr is not None else {}
-        body = self._body(rtype, buf, pos + 8, nxt - (tr.size if tr is not None else 0))
+        body = self._body(rtype, buf, pos + _BODY_AT, nxt - (tr.size if tr is not None else 0))
         return Record(rtype, self._hdr(buf, pos)[1], base + pos, bytes(buf[pos:nxt]), body,
                       trailer.get("pid"), trailer.get("tid"), trailer.get("time"),
                       trailer.get("cpu"), desc)

@@ -28,11 +28,10 @@ from typing import IO
 from ehtool.errors import InputError
 from ehtool.perfdata.compression import Decompressor, compressed_data, zstd_decompressor
 from ehtool.perfdata.counts import payload_size
-from ehtool.perfdata.grammar import RecordType
+from ehtool.perfdata.grammar import PIPE_HEADER_SIZE, RecordType, detect_byte_order, grammar_for
+from ehtool.perfdata.hotpath import header_struct
 from ehtool.record.perf import RecordingStats
 
-_MAGIC = {b"PERFILE2": "<", b"2ELIFREP": ">"}
-_PIPE_HEADER_SIZE = 16
 _COMPRESSED, _COMPRESSED2 = RecordType.COMPRESSED, RecordType.COMPRESSED2
 _READ = 1 << 20
 
@@ -48,7 +47,7 @@ class StreamCounter:
         self._zstd: Decompressor | None = None
         self._pending = b""  # an incomplete header or record
         self._skip = 0  # payload bytes still to pass over
-        self._header: Callable | None = None  # unpacks (type, size); set by the pipe header
+        self._header: Callable | None = None  # unpacks (type, misc, size); set by the pipe header
         self._u64: Callable = struct.Struct("<Q").unpack_from
         self._u32: Callable = struct.Struct("<I").unpack_from
         self._stopped = False
@@ -67,12 +66,12 @@ class StreamCounter:
         buf = self._pending + view if self._pending else view
         pos = 0
         if self._header is None:
-            if len(buf) < _PIPE_HEADER_SIZE:
+            if len(buf) < PIPE_HEADER_SIZE:
                 self._pending = bytes(buf)
                 return
             if not self._check_header(buf):
                 return
-            pos = _PIPE_HEADER_SIZE
+            pos = PIPE_HEADER_SIZE
         pos = self._walk(buf, pos)
         self._pending = b"" if self._stopped else bytes(buf[pos:])
 
@@ -90,16 +89,17 @@ class StreamCounter:
 
     def _check_header(self, buf: memoryview | bytes) -> bool:
         """Check the pipe header and learn the byte order from it."""
-        endian = _MAGIC.get(bytes(buf[:8]))
-        if endian is None:
+        big_endian = detect_byte_order(bytes(buf[:8]))
+        if big_endian is None:
             self._stop("perf's output is not perf.data (no PERFILE2 magic)")
             return False
-        if struct.unpack_from(endian + "Q", buf, 8)[0] != _PIPE_HEADER_SIZE:
+        g = grammar_for(big_endian)
+        if g.pipe_header.parse(bytes(buf[:PIPE_HEADER_SIZE])).size != PIPE_HEADER_SIZE:
             self._stop("perf's output is not a pipe-mode stream")
             return False
-        self._header = struct.Struct(endian + "IxxH").unpack_from
-        self._u64 = struct.Struct(endian + "Q").unpack_from
-        self._u32 = struct.Struct(endian + "I").unpack_from
+        self._header = header_struct(g).unpack_from
+        self._u64 = struct.Struct(g.endian + "Q").unpack_from
+        self._u32 = struct.Struct(g.endian + "I").unpack_from
         return True
 
     def _walk(self, buf: memoryview | bytes, pos: int) -> int:
@@ -109,7 +109,7 @@ class StreamCounter:
         stats = self.stats
         end = len(buf)
         while pos + 8 <= end:
-            rtype, size = header(buf, pos)
+            rtype, _misc, size = header(buf, pos)
             if size < 8:
                 offset = self._fed - end + pos
                 return self._stop(f"corrupt record at stream offset {offset}: size {size}")

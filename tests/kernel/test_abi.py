@@ -9,11 +9,10 @@ import struct
 import sys
 from pathlib import Path
 
-import construct as c
 import pytest
 
 from ehtool.errors import KernelError, UsageError
-from ehtool.kernel import tracefs, user_events
+from ehtool.kernel import abi, tracefs, user_events
 from ehtool.kernel.registry import check_definition
 
 pytestmark = pytest.mark.skipif(struct.calcsize("P") != 8 or sys.byteorder != "little",
@@ -27,18 +26,19 @@ def test_ioctl_numbers_embed_the_pointer_size():
 
 
 def test_struct_layouts_match_the_uapi_header():
-    user_reg = c.Struct("size" / c.Int32ul, "enable_bit" / c.Int8ul, "enable_size" / c.Int8ul,
-                        "flags" / c.Int16ul, "enable_addr" / c.Int64ul,
-                        "name_args" / c.Int64ul, "write_index" / c.Int32ul)
-    user_unreg = c.Struct("size" / c.Int32ul, "disable_bit" / c.Int8ul,
-                          "__reserved" / c.Int8ul, "__reserved2" / c.Int16ul,
-                          "disable_addr" / c.Int64ul)
+    """The packers user_events.py writes out are the grammars of kernel/abi.py."""
+    user_reg, user_unreg = abi.USER_REG, abi.USER_UNREG
     assert user_events.USER_REG.size == user_reg.sizeof() == 28
     assert user_events.USER_UNREG.size == user_unreg.sizeof() == 16
     packed = user_events.USER_REG.pack(28, 3, 4, 1, 0x1000, 0x2000, 7)
     assert user_reg.parse(packed) == dict(size=28, enable_bit=3, enable_size=4, flags=1,
                                           enable_addr=0x1000, name_args=0x2000, write_index=7)
     assert packed[24:] == (7).to_bytes(4, "little")  # write_index comes back at 24
+    unpacked = user_events.USER_UNREG.pack(16, 5, 0, 0, 0x3000)
+    assert user_unreg.parse(unpacked) == dict(size=16, disable_bit=5, __reserved=0,
+                                              __reserved2=0, disable_addr=0x3000)
+    assert user_unreg.build(dict(size=16, disable_bit=5, __reserved=0, __reserved2=0,
+                                 disable_addr=0x3000)) == unpacked
 
 
 def test_status_parsing():

@@ -184,3 +184,31 @@ def test_sample_id_trailer_order(big):
     assert [s.name for s in tr.subcons] == ["pid", "tid", "time", "cpu", "cpu_reserved",
                                             "identifier"]
     assert tr.sizeof() == 32
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_sizes_offsets_and_hot_structs_come_from_the_grammar(big_endian):
+    """The constants and structs the readers use are the grammar's (perf.data's layout
+    is written once, in grammar.py)."""
+    from ehtool.perfdata import grammar as gm
+    from ehtool.perfdata.compression import compressed_data, compressed_size
+    from ehtool.perfdata.hotpath import body_offset, header_struct, identified_header_struct
+
+    g = grammar_for(big_endian)
+    assert g.pipe_header.sizeof() == gm.PIPE_HEADER_SIZE
+    assert g.file_header.sizeof() == gm.FILE_HEADER_SIZE
+    header = dict(type=RecordType.SAMPLE, misc=2, size=24)
+    raw = g.record_header.build(header) + (0x1122334455667788).to_bytes(
+        8, "big" if big_endian else "little") + bytes(8)
+    assert header_struct(g).unpack_from(raw) == (9, 2, 24)
+    assert identified_header_struct(g).unpack_from(raw) == (9, 2, 24, 0x1122334455667788)
+    u64 = struct.Struct(g.endian + "Q").unpack_from
+    record = g.record(RecordType.COMPRESSED2, 24)
+    built = record.build(dict(header=dict(type=RecordType.COMPRESSED2, misc=0, size=32),
+                              body=dict(data=b"zstdzstd", pad=bytes(8))))
+    assert compressed_size(built, 0, len(built), u64) == 8
+    assert compressed_data(True, built, 0, len(built), u64) == b"zstdzstd"
+    assert body_offset(g, RecordType.COMPRESSED2, "data") == 16
+    assert body_offset(g, RecordType.EVENT_UPDATE, "id") == 16
+    with pytest.raises(KeyError):
+        body_offset(g, RecordType.LOST, "nope")
