@@ -449,10 +449,10 @@ def _time(t: FieldType, value: Any) -> bytes:
 
 def _errno(t: FieldType, value: Any) -> bytes:
     if isinstance(value, str) and value.strip().upper().startswith("E"):
-        import errno
+        from ehtool.values.text import errno_value  # (the names decode shows)
 
-        code = getattr(errno, value.strip().upper(), None)
-        if not isinstance(code, int):
+        code = errno_value(value)
+        if code is None:
             raise EncodeError(f"unknown errno name {value!r}")
         value = code
     return _packed(t, value)

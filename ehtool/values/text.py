@@ -167,6 +167,26 @@ ERRNO_JSON = tuple(
     for i, name in enumerate(_ERRNO_NAMES))
 
 
+#: Linux's other names for some of them (errno.h)
+_ERRNO_ALIASES = {"EWOULDBLOCK": 11, "EDEADLOCK": 35, "ENOTSUP": 95}
+
+
+def errno_value(text: str) -> int | None:
+    """The number of an errno as written or shown: ``ENOENT``, ``"ENOENT(2)"`` (what
+    :func:`errno_json` shows), ``ERRNO(-5)``; None for an unknown name."""
+    name, paren, rest = text.strip().upper().partition("(")
+    if paren:  # NAME(n): n, when the name agrees
+        try:
+            number = int(rest.removesuffix(")")) if rest.endswith(")") else None
+        except ValueError:
+            return None
+        return number if number is not None and (
+            name == "ERRNO" or errno_value(name) == number) else None
+    if name in _ERRNO_ALIASES:
+        return _ERRNO_ALIASES[name]
+    return _ERRNO_NAMES.index(name) if name and name in _ERRNO_NAMES else None
+
+
 def errno_json(value: int) -> bytes:
     """``"EPERM(1)"``; unnamed values ``"ERRNO(n)"`` with n signed 32-bit."""
     value &= 0xFFFFFFFF

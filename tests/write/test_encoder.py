@@ -204,3 +204,24 @@ def test_bad_batch_lines_are_reported_and_the_batch_goes_on():
     assert [e.split(":")[3] for e in errors] == ["1", "2", "3", "4", "5"]
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     assert len(done.stdout.splitlines()) == 2  # Good and Deep
+
+
+def test_errno_names_are_the_ones_decode_shows():
+    """The encoder took names from the host's errno module and the decoder showed its own
+    table: every name (and every text) decode shows now encodes back to its number."""
+    from ehtool.values.text import ERRNO_JSON, errno_json
+
+    def encoded(text: str) -> int:
+        data = encode(Event("E", [Field("e", "errno", text)]))
+        return int.from_bytes(data[-4:], sys.byteorder, signed=True)
+
+    for number, shown in enumerate(ERRNO_JSON):
+        text = shown.decode().strip('"')
+        assert encoded(text) == number, text
+        if not text.startswith("ERRNO("):
+            assert encoded(text.split("(")[0].lower()) == number
+    assert errno_json(encoded("ERRNO(-5)") & 0xFFFFFFFF) == b'"ERRNO(-5)"'
+    assert [encoded(a) for a in ("EWOULDBLOCK", "EDEADLOCK", "ENOTSUP")] == [11, 35, 95]
+    for bad in ("EBOGUS", "ENOENT(3)", "ENOENT(2"):
+        with pytest.raises(EncodeError, match="unknown errno name"):
+            encoded(bad)
