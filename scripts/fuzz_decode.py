@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # (the harness lives with the tests)
+
+from fuzz.harness import RSS_LIMIT_MB, check_input, mutate, seeds  # noqa: E402
 
 import ehtool.decode.parallel as parallel  # noqa: E402
-from ehtool.decode.fuzzing import RSS_LIMIT_MB, check_input, mutate, seeds  # noqa: E402
 
 
 def main() -> None:

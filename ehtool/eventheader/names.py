@@ -162,14 +162,6 @@ def split_options(options: str) -> list[str]:
     return out
 
 
-def split_system(spec: str) -> tuple[str, str]:
-    """Split ``system:event`` (or ``system/event``); a bare name is in ``user_events``."""
-    for i, ch in enumerate(spec):
-        if ch in ":/":
-            return spec[:i], spec[i + 1 :]
-    return USER_EVENTS_SYSTEM, spec
-
-
 def _hex_run(text: str, pos: int) -> tuple[str, int]:
     end = pos
     while end < len(text) and text[end] in _HEX:

@@ -69,11 +69,6 @@ class FieldFormat:
         """``"static"`` (the value is at ``offset``), ``"data_loc"`` or ``"rel_loc"``."""
         return self.array if self.array in (DATA_LOC, REL_LOC) else "static"
 
-    @property
-    def is_array(self) -> bool:
-        """True for fixed arrays and dynamic (``__data_loc``/``__rel_loc``) ones."""
-        return self.array != SCALAR
-
     def data(self, raw: bytes | memoryview, big_endian: bool = False) -> bytes | memoryview:
         """This field's bytes in a raw record (following ``__data_loc``/``__rel_loc``).
 

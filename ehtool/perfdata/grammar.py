@@ -107,12 +107,7 @@ class ReadFormat(enum.IntFlag):
 
 PERF_TYPE_TRACEPOINT = 2
 EVENT_UPDATE_NAME = 2
-#: bits of ``sample_type`` this package understands up to the RAW payload
-SAMPLE_TYPES_KNOWN = (
-    SampleType.IDENTIFIER | SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.ADDR
-    | SampleType.ID | SampleType.STREAM_ID | SampleType.CPU | SampleType.PERIOD
-    | SampleType.READ | SampleType.CALLCHAIN | SampleType.RAW
-)
+
 
 #: ``perf_event_attr`` flag bitfield at offset 40, as (name, width) from bit 0 upwards
 ATTR_FLAG_BITS: tuple[tuple[str, int], ...] = (

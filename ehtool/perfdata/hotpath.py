@@ -18,7 +18,7 @@ from typing import Any
 
 import construct as c
 
-from ehtool.perfdata.grammar import NulPadded, PerfGrammar, SampleType
+from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, NulPadded, PerfGrammar, SampleType
 from ehtool.perfdata.records import EventDesc, Sample
 
 #: the Sample attributes a reader fills from grammar fields of the same name
@@ -287,7 +287,7 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     if not layouts:
         return None
     (st, rf), members = max(layouts.items(), key=lambda kv: (
-        sum(d.attr.type == 2 for d in kv[1]), len(kv[1])))
+        sum(d.attr.type == PERF_TYPE_TRACEPOINT for d in kv[1]), len(kv[1])))
     prefix = sample_prefix(g, st, rf)
     if [getattr(sub, "name", None) for sub in prefix.rest] != ["raw"]:
         return None

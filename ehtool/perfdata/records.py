@@ -34,10 +34,6 @@ class EventDesc:
         """The first sample id, or None when perf recorded none."""
         return self.ids[0] if self.ids else None
 
-    @property
-    def is_tracepoint(self) -> bool:
-        return self.attr.type == 2
-
     def __repr__(self) -> str:
         return f"EventDesc({self.name or '?'!r}, type={self.attr.type}, config={self.attr.config})"
 

@@ -38,10 +38,6 @@ class SessionClock:
     def utc_known(self) -> bool:
         return self.offset_ns is not None
 
-    def to_wall_ns(self, time: int) -> int | None:
-        """UTC ns since the epoch (may be negative), or None without CLOCK_DATA."""
-        return None if self.offset_ns is None else time + self.offset_ns
-
     def time_json(self, time: int) -> bytes:
         """The JSON value of meta ``time`` for a sample time (bytes, quoted when UTC)."""
         if self.offset_ns is None:

@@ -83,10 +83,6 @@ class TracingData:
     printk: bytes | None = None
     saved_cmdlines: bytes | None = None
 
-    def format_ids(self) -> dict[int, tuple[str, str]]:
-        """``ID:`` -> ``(system, text)`` without parsing the formats (first one wins)."""
-        return {ident: self.formats[i] for ident, i in self.format_index().items()}
-
     def format_index(self) -> dict[int, int]:
         """``ID:`` -> index into ``formats`` (and ``format_offsets``); first one wins."""
         out: dict[int, int] = {}

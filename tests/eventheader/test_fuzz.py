@@ -14,10 +14,10 @@ import os
 import random
 
 import pytest
+from fuzz.harness import mutate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ehtool.decode.fuzzing import mutate
 from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.errors import EhtoolError
 from ehtool.eventheader.dat import iter_dat

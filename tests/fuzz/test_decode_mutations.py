@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ehtool.decode.fuzzing import check_input, seeds
+from fuzz.harness import check_input, seeds
 
 REPO = Path(__file__).resolve().parents[2]
 COUNT = int(os.environ.get("EHTOOL_FUZZ_MUTATIONS", "400"))

@@ -160,9 +160,9 @@ def test_tracing_data_golden_round_trip(golden_perf):
     td = parse_tracing_data(blob)
     assert (td.version, td.big_endian, td.long_size, td.page_size) == ("0.6", False, 8, 4096)
     assert [s for s, _ in td.formats] == ["user_events"] * 9 + ["sched"]
-    ids = td.format_ids()
+    ids = td.format_index()
     assert sorted(ids) == [391] + list(range(2761, 2770))
-    assert ids[391][1].startswith("name: sched_switch\nID: 391\nformat:")
+    assert td.formats[ids[391]][1].startswith("name: sched_switch\nID: 391\nformat:")
     assert b"header_page" not in td.header_page and b"commit" in td.header_page
     assert build_tracing_data(td) == blob
     td.big_endian = True

@@ -1,5 +1,5 @@
-"""The decode fuzz check (tests/fuzz, scripts/fuzz_decode.py): mutations of real
-recordings and what must hold for each."""
+"""The decode fuzz check (tests/fuzz/test_decode_mutations.py, scripts/fuzz_decode.py):
+mutations of real recordings and what must hold for each."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from pathlib import Path
 
 from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.errors import EhtoolError
+from golden import GOLDEN
 
 
 def seeds(repo: Path) -> list[bytes]:
     """The recordings mutations start from (the project's, and the golden ones if present)."""
     paths = sorted((repo / "examples").glob("*.data")) + sorted((repo / "tests" / "data")
                                                                   .glob("*.data"))
-    golden = repo / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
+    golden = GOLDEN / "linuxtracepoints" / "perf.data"
     if golden.exists():
         paths.append(golden)
     return [p.read_bytes() for p in paths]
