@@ -35,6 +35,12 @@ from ehtool.eventheader.encoder import (
 )
 from ehtool.eventheader.enums import FieldEncoding as E
 
+#: what a plan meets when a value does not fit its packing (a wrong type, a value out of
+#: range, another count, an address inet_pton refuses: OSError): the general encoder
+#: then says what is wrong; anything else is a bug and propagates
+MISSES = (AttributeError, LookupError, TypeError, ValueError, struct.error, OverflowError,
+          OSError)
+
 
 class EventPlan:
     """An event with its header and metadata encoded once; ``encode(values)`` adds the payload.
@@ -64,7 +70,7 @@ class EventPlan:
 
 def _generate(head: bytes, meta: bytes, packers: list, general: Any):
     """Source for ``encode(values, activity_ext=b"")`` of one shape, compiled once."""
-    names: dict[str, Any] = {"HEAD": head, "META": meta, "GENERAL": general,
+    names: dict[str, Any] = {"HEAD": head, "META": meta, "GENERAL": general, "MISSES": MISSES,
                              "LIMIT": MAX_EVENT_SIZE, "check_size": check_size}
     parts, run_codes, run_args = [], [], []
     order = None
@@ -100,7 +106,7 @@ def _generate(head: bytes, meta: bytes, packers: list, general: Any):
         "    try:\n"
         f"        ({values}) = values\n"
         f"        data = {body}\n"
-        "    except Exception:\n"
+        "    except MISSES:\n"
         "        return GENERAL(values, activity_ext)\n"
         "    data = HEAD + activity_ext + META + data if activity_ext else PREFIX + data\n"
         "    if len(data) > LIMIT:\n"

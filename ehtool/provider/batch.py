@@ -12,7 +12,7 @@ from typing import Any
 
 from ehtool.errors import EXIT_DISABLED, EXIT_INPUT, InputError
 from ehtool.eventheader import names
-from ehtool.eventheader.encode_plans import EventPlan, compile_event
+from ehtool.eventheader.encode_plans import MISSES, EventPlan, compile_event
 from ehtool.eventheader.encoder import (
     EncodeError,
     Event,
@@ -61,10 +61,10 @@ def write_batch(writer: EventWriter, path: str | None, defaults: WriteDefaults, 
                                                    tuple(map(type, obj.values())),
                                                    names_, types_)]
                         data = plan.encode(values, default_ext)
-                    except Exception:
+                    except MISSES:
                         obj["fields"] = fields
                         raise
-                except Exception:
+                except MISSES:
                     event = plans.general(obj) if type(obj) is dict else None
                     if event is None:
                         event = batch_event(obj, defaults, f"{source}:{number}")
