@@ -26,6 +26,7 @@ fi
 
 python3 -m pip install -q -e '.[test]'   # also builds the C hot loops (ehtool/_speedups.c)
 export EHTOOL_REQUIRE_SPEEDUPS=1           # so the C code is tested, never skipped
+export EHTOOL_REQUIRE_EXTRAS=1             # and the analysis tests (the test extra has them)
 # golden comparisons: required when ../shared/golden is there (always in CI), else skipped
 if [ -d ../shared/golden ]; then export EHTOOL_REQUIRE_GOLDEN=${EHTOOL_REQUIRE_GOLDEN:-1}; fi
 python3 -m ruff check ehtool tests bench scripts
