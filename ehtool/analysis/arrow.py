@@ -123,11 +123,13 @@ def _int32(value: int | None) -> int | None:
 
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                    part: tuple[int, int] | None = None,
-                   on_error: Callable[[InputError], None] | None = None) -> Iterator[Any]:
+                   on_error: Callable[[InputError], None] | None = None,
+                   on_fatal: Callable[[InputError], None] | None = None) -> Iterator[Any]:
     """Record batches of the events of ``paths`` (in order; each file in time order);
     ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`).
     A file's problems raise at its end (its complete events were yielded), unless
-    ``on_error`` takes the recoverable ones."""
+    ``on_error`` takes the recoverable ones, and ``on_fatal`` the one that ends a file
+    (called before that file's last rows are yielded; the next file follows)."""
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
@@ -149,7 +151,10 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                         yield _batch(pa, rows, out_schema)
                         rows = [[] for _ in names]
                         count = 0
-        except InputError:
+        except InputError as exc:
+            if on_fatal is not None:
+                on_fatal(exc)
+                continue
             if count:  # the complete events before the problem, then the problem
                 yield _batch(pa, rows, out_schema)
             raise
