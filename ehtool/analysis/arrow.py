@@ -18,17 +18,21 @@ activity,          string                    UUIDs, or null
 related_activity
 fields             string                    JSON object of the fields (typed values:
                                              numbers, strings, UUIDs and addresses as
-                                             text, bytes as hex, structs as objects;
+                                             text, bytes as hex, structs as objects,
+                                             NaN and infinities as decode's strings;
                                              of duplicate names the first)
 =================  ========================  =========================================
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ehtool.errors import InputError, UsageError
+from ehtool.values.strings import escape_surrogates
+from ehtool.values.text import float64_json
 
 #: rows per record batch (memory stays bounded whatever the input size)
 BATCH_ROWS = 16384
@@ -75,10 +79,39 @@ def fields_json(fields: Any) -> str:
 
 
 def json_value(value: Any) -> str:
-    """A typed value as JSON text (the ``fields`` column's rules)."""
+    """A typed value as JSON text (the ``fields`` column's rules; NaN and infinities as
+    the strings decode writes, lone surrogates as :func:`storable` keeps them)."""
     import orjson
 
-    return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    option = orjson.OPT_NON_STR_KEYS
+    try:
+        text = orjson.dumps(value, default=_json_default, option=option)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate
+        text = b"null"
+    if b"null" in text:  # orjson writes NaN and infinities as null (rare: check then)
+        text = orjson.dumps(storable(value, floats=True), default=_json_default,
+                            option=option)
+    return text.decode()
+
+
+def storable(value: Any, floats: bool = False) -> Any:
+    """``value`` (a typed value, or :func:`ehtool.analysis.by_event.arrow_value`'s) with
+    what Arrow and JSON text cannot hold as decode shows it: lone surrogates in
+    strings as ``\\udxxx`` text and, with ``floats``, NaN and infinities as decode's
+    JSON strings (``"nan"``, ``"-inf"``...) rather than null."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, float):
+        if floats and not math.isfinite(value):
+            return float64_json(value).decode().strip('"')  # "nan", "-nan", "inf", "-inf"
+        return value
+    if isinstance(value, dict):
+        return {storable(k): storable(v, floats) for k, v in value.items()}
+    if hasattr(value, "to_dict"):  # Fields: a struct
+        return storable(value.to_dict(), floats)
+    if isinstance(value, (list, tuple)):
+        return [storable(v, floats) for v in value]
+    return value
 
 
 def _int32(value: int | None) -> int | None:
@@ -90,11 +123,13 @@ def _int32(value: int | None) -> int | None:
 
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                    part: tuple[int, int] | None = None,
-                   on_error: Callable[[InputError], None] | None = None) -> Iterator[Any]:
+                   on_error: Callable[[InputError], None] | None = None,
+                   on_fatal: Callable[[InputError], None] | None = None) -> Iterator[Any]:
     """Record batches of the events of ``paths`` (in order; each file in time order);
     ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`).
     A file's problems raise at its end (its complete events were yielded), unless
-    ``on_error`` takes the recoverable ones."""
+    ``on_error`` takes the recoverable ones, and ``on_fatal`` the one that ends a file
+    (called before that file's last rows are yielded; the next file follows)."""
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
@@ -116,7 +151,10 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                         yield _batch(pa, rows, out_schema)
                         rows = [[] for _ in names]
                         count = 0
-        except InputError:
+        except InputError as exc:
+            if on_fatal is not None:
+                on_fatal(exc)
+                continue
             if count:  # the complete events before the problem, then the problem
                 yield _batch(pa, rows, out_schema)
             raise
@@ -126,8 +164,15 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
 
 def _batch(pa: Any, columns: list[list], schema: Any) -> Any:
     return pa.RecordBatch.from_arrays(
-        [pa.array(column, type=f.type) for column, f in zip(columns, schema, strict=True)],
+        [_array(pa, column, f.type) for column, f in zip(columns, schema, strict=True)],
         schema=schema)
+
+
+def _array(pa: Any, values: list, type_: Any) -> Any:
+    try:
+        return pa.array(values, type=type_)
+    except UnicodeEncodeError:  # a lone surrogate (a name, a path) in a string column
+        return pa.array([storable(v) for v in values], type=type_)
 
 
 #: column name -> its value for (input path, typed event)

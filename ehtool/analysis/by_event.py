@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ehtool.analysis.arrow import COLUMNS, json_value, require, schema
+from ehtool.analysis.arrow import COLUMNS, json_value, require, schema, storable
 from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
@@ -178,7 +178,11 @@ class ByEventWriter:
     def _array(self, values: list[Any]) -> Any:
         pa = self.pa
         try:
-            return pa.array(values)
+            try:
+                return pa.array(values)
+            except UnicodeEncodeError:  # a lone surrogate in a string
+                values = [storable(v) for v in values]
+                return pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             if all(v is None or (type(v) is int and v >= 0) for v in values):
                 return pa.array(values, type=pa.uint64())  # u64 values above int64's range

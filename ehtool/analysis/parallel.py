@@ -6,7 +6,9 @@ several, split where ``ehtool decode -j N`` splits it (``ehtool.open(part=(k, n)
 Up to N forked workers decode a part each into an Arrow IPC file; this process
 yields the parts in order as they complete. Errors come out as they would from one
 process: a file's recoverable problems raise at its end (after its rows), a fatal one
-after the rows before it, and nothing after the first file that raised.
+after the rows before it, and nothing after the first file that raised. With a
+``problems`` dict (``ehtool query``) nothing raises for the input: each file's problems
+are kept there as they are met, and the rows go on with the next file.
 """
 
 from __future__ import annotations
@@ -112,21 +114,36 @@ class _Crew:
 
 
 def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
-            crew: _Crew | None = None) -> Iterator[Any]:
+            crew: _Crew | None = None,
+            problems: dict[str, list[InputError]] | None = None) -> Iterator[Any]:
     """:func:`ehtool.analysis.arrow.record_batches` of ``paths`` on up to ``jobs``
     processes (one when ``jobs`` is 1, a path is ``-``, or there is one part).
-    ``crew``: how another thread stops them (:class:`Source`)."""
+    ``crew``: how another thread stops them (:class:`Source`). ``problems``: instead of
+    raising, keep each path's input errors there as they are met (a fatal one replaces
+    the problems before it and ends that file's rows) and go on with the next file."""
     crew = crew or _Crew()
     todo = parts(paths, jobs) if jobs > 1 and "-" not in paths else []
     if len(todo) < 2:
-        for batch in record_batches(paths, columns):
-            crew.check()
-            yield batch
+        if problems is None:
+            for batch in record_batches(paths, columns):
+                crew.check()
+                yield batch
+            return
+        for path in paths:
+            met = problems.setdefault(path, [])
+
+            def fatal(exc: InputError, met: list[InputError] = met) -> None:
+                met[:] = [exc]  # as one process: the fatal error alone
+
+            for batch in record_batches([path], columns, on_error=met.append,
+                                        on_fatal=fatal):
+                crew.check()
+                yield batch
         return
     pa = require("pyarrow")
     _preload()
     running = crew.running
-    problems: list[str] = []
+    met: list[str] = []  # the problems of the file being read
     seen: set[str] = set()
     try:
         while todo or running:
@@ -146,20 +163,28 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
                 raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
             if report.error:
                 raise OutputError(report.error)
+            # a later part of a file meets the file's open-time problems again: once each
+            fresh = [m for m in report.problems if m not in seen]
+            seen.update(fresh)
+            met += fresh
+            if problems is not None:  # kept before the rows: the consumer may stop there
+                problems.setdefault(head.path, []).extend(InputError(m) for m in fresh)
+                if report.fatal:  # as one process: the fatal error, not the problems before
+                    problems[head.path] = [InputError(report.fatal)]
             head.out.seek(0)
             if head.out.read(1):
                 head.out.seek(0)
                 yield from pa.ipc.open_stream(head.out)
             head.out.close()
-            # a later part of a file meets the file's open-time problems again: once each
-            fresh = [m for m in report.problems if m not in seen]
-            seen.update(fresh)
-            problems += fresh
-            if report.fatal:  # as one process: the fatal error, not the problems before it
-                raise InputError(report.fatal)
-            if head.last:
-                if problems:
-                    raise combined([InputError(m) for m in problems])
+            if report.fatal:
+                if problems is None:
+                    raise InputError(report.fatal)
+                if not head.last:
+                    _skip_file(running, todo)
+            elif head.last and met and problems is None:
+                raise combined([InputError(m) for m in met])
+            if report.fatal or head.last:
+                met.clear()
                 seen.clear()
     finally:
         workers.stop(p.worker for p in running if p.worker is not None)
@@ -167,6 +192,20 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
             for f in (p.out, p.report):
                 if f is not None:
                     f.close()
+
+
+def _skip_file(running: list[_Part], todo: list[_Part]) -> None:
+    """Drop the rest of the parts of the file whose part ended in a fatal error (as one
+    process, which stops reading the file there): killed if started, else not started."""
+    while running:
+        p = running.pop(0)
+        workers.stop([p.worker])
+        for f in (p.out, p.report):
+            f.close()
+        if p.last:
+            return
+    while todo and not todo.pop(0).last:
+        pass
 
 
 def _preload() -> None:
@@ -236,12 +275,15 @@ class Source:
     """The record batches of :func:`batches` for a consumer that pulls them on its own
     threads and wraps exceptions (DuckDB reports a Python error inside its stream as its
     own): the one raised is kept in :attr:`error`, so the caller can raise it as it was
-    (an input error, a signal). :meth:`stop` ends it from any thread."""
+    (a signal, an internal error). :meth:`stop` ends it from any thread. Input errors do
+    not end it: each path's are kept in :attr:`problems` as they are met (see
+    :func:`batches`), for the caller to report once the consumer is done."""
 
     def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
         self.schema = schema(columns)
         self.crew = _Crew()
-        self.batches = batches(paths, columns, jobs, self.crew)
+        self.problems: dict[str, list[InputError]] = {}
+        self.batches = batches(paths, columns, jobs, self.crew, self.problems)
         self.error: BaseException | None = None
 
     def __iter__(self) -> Iterator[Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -22,8 +24,16 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     """Run SQL over a view 'events' of the recordings FILE... (one row per event, the
     columns of 'ehtool decode --format parquet': file, time, session_time, cpu, pid,
     tid, comm, provider, event, level, keyword, opcode, id, version, activity,
-    related_activity, fields (JSON text: use DuckDB's ->> and json_extract)). Needs
+    related_activity, fields (JSON: use DuckDB's ->> and json_extract)). Needs
     pip install 'ehtool[analysis]'.
+
+    Several statements (separated by ';') run in turn and each result is printed, as
+    in DuckDB's own shell; each statement that reads 'events' decodes the files again
+    (standard input can be read by one only). jsonl writes JSON values: JSON columns
+    nested, timestamps as decode writes them (2026-11-22T12:18:39.661435143Z), blobs
+    as hex ("78 00"), NaN and infinities as "nan", "inf"; csv writes the same texts
+    (nested values as JSON). An input that cannot be read is reported after the
+    results (exit 1); the rows of the events before a corrupt record are kept.
 
     \b
     Examples:
@@ -32,61 +42,266 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
       ehtool query "select fields->>'status' as status, count(*) from events
                     where event = 'Request' group by all" perf.data
     """
-    from ehtool.analysis.arrow import columns_for, require
-    from ehtool.analysis.parallel import Source
-    from ehtool.cli.signals import exit_on_signals, interrupting
+    from ehtool.analysis.arrow import require
+    from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
     duckdb = require("duckdb")
-    source = Source(list(inputs), columns_for(sql), jobs or available_cpus())
     con = duckdb.connect()
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(_sql_error(exc)) from None
+    if not statements:
+        raise click.UsageError("SQL: no statement (for example: 'select count(*) from "
+                               "events')")
+    if "-" in inputs and sum(_reads_events(s.query) for s in statements) > 1:
+        raise click.UsageError("standard input ('-') can be read once: only one statement "
+                               "may read 'events'")
+    # SIGTERM/SIGHUP: exit 128+N (see _statement for the time DuckDB runs)
+    with exit_on_signals():
+        problems, unreadable = _opened(inputs)
+        if unreadable >= set(inputs):  # nothing to query
+            _report(inputs, [problems])
+        paths = [p for p in inputs if p not in unreadable]
+        out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
+        met = [problems]
+        for statement in statements:
+            met.append(_statement(duckdb, con, statement, paths, out_format,
+                                  jobs or available_cpus()))
+        if "-" in paths and not any("-" in m for m in met[1:]):  # no statement read it
+            met.append(_opened(["-"], stdin=True)[0])
+    _report(inputs, met)
+
+
+def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
+               jobs: int) -> dict[str, list]:
+    """Run one statement over a fresh view 'events' and print its result; the input
+    problems its stream met, per path."""
+    from ehtool.analysis.arrow import columns_for
+    from ehtool.analysis.parallel import Source
+    from ehtool.cli.signals import interrupting
+    from ehtool.errors import UsageError
+
+    columns = columns_for(statement.query)
+    source = Source(paths, columns, jobs)
 
     def interrupt() -> None:  # from the signal watcher's thread
         source.stop()
         con.interrupt()
 
-    # SIGTERM/SIGHUP: exit 128+N. While DuckDB runs, a signal stops the decoding workers
-    # and the query, and is raised once DuckDB returns.
-    with exit_on_signals():
-        with interrupting(interrupt):
-            con.register("events", source.reader())
-            try:
-                result = _run(con, sql, out_format)
-            except Exception as exc:
-                if source.error is not None:  # an input error: as it was raised
-                    raise source.error from None
-                if isinstance(exc, duckdb.Error):
-                    raise UsageError(f"SQL: {' '.join(str(exc).split())}") from None
-                raise
-        if result is not None:
-            _print(result, out_format)
+    # While DuckDB runs, a signal stops the decoding workers and the query, and is raised
+    # once DuckDB returns.
+    with interrupting(interrupt):
+        events = con.from_arrow(source.reader())
+        if columns is None or "fields" in columns:  # JSON text: typed as JSON
+            events = events.project("* replace (fields::json as fields)")
+        events.create_view("events", replace=True)
+        try:
+            result = _run(con, statement, out_format)
+        except Exception as exc:
+            if source.error is not None:  # a signal, a worker's failure: as raised
+                raise source.error from None
+            if isinstance(exc, duckdb.Error):
+                raise UsageError(_sql_error(exc)) from None
+            raise
+    if source.error is not None:
+        raise source.error
+    if result is not None:
+        _print(*result, out_format)
+    return source.problems
 
 
-def _run(con, sql: str, out_format: str | None) -> Any:
-    """Run ``sql``; print a table, or return the result as an Arrow table to print."""
-    result = con.sql(sql)
-    if result is None:
-        return None
-    out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
+def _sql_error(exc: Exception) -> str:
+    return f"SQL: {' '.join(str(exc).split())}"
+
+
+def _reads_events(sql: str) -> bool:
+    return re.search(r"\bevents\b", sql, re.IGNORECASE) is not None
+
+
+def _opened(inputs: list[str] | tuple[str, ...], stdin: bool = False
+            ) -> tuple[dict[str, list], set[str]]:
+    """Each input's problems on opening it (its header, attributes and feature sections:
+    cheap), checked before the query, which may not read them all (a LIMIT, a query
+    without 'events'); the inputs that cannot be read at all. Standard input (``-``)
+    only with ``stdin`` (its header is read: after the query, when no statement read
+    it)."""
+    from ehtool.errors import InputError
+    from ehtool.perfdata import PerfDataFile
+
+    problems: dict[str, list] = {}
+    unreadable: set[str] = set()
+    for path in inputs:
+        if path == "-" and not stdin:
+            continue
+        met = problems.setdefault(path, [])
+        try:
+            with PerfDataFile.open(path, on_error=met.append):
+                pass
+        except InputError as exc:
+            met[:] = [exc]
+            unreadable.add(path)
+    return problems, unreadable
+
+
+def _report(inputs: tuple[str, ...], met: list[dict[str, list]]) -> None:
+    """Write each input's problems (its first, and how many more) as one error line, in
+    the order of the inputs, then exit 1 if there were any."""
+    from ehtool.errors import EXIT_INPUT, combined
+
+    found = False
+    for path in dict.fromkeys(inputs):
+        errors = {str(e): e for m in met for e in m.get(path, ())}
+        if errors:
+            found = True
+            click.echo(f"ehtool: error: {combined(list(errors.values()))}", err=True)
+    if found:
+        sys.exit(EXIT_INPUT)
+
+
+#: statement types whose result is printed whatever its columns
+_QUERIES = frozenset(("SELECT", "PRAGMA", "EXPLAIN", "CALL"))
+
+
+def _run(con: Any, statement: Any, out_format: str) -> tuple[Any, set[int]] | None:
+    """Run ``statement``; print a table, or return the result as an Arrow table to print
+    and which of its columns are JSON."""
+    result = con.sql(statement)
+    if result is None or (statement.type.name not in _QUERIES
+                          and result.columns in (["Count"], ["Success"])):
+        return None  # DuckDB's shell prints nothing for them either (CREATE, INSERT, SET)
     if out_format == "table":
         result.show(max_width=1_000_000, max_rows=1_000_000)
         return None
+    json_columns = {i for i, t in enumerate(result.types) if str(t) == "JSON"}
     table = result.arrow()
     if hasattr(table, "read_all"):  # DuckDB 1.4+ gives a RecordBatchReader
         table = table.read_all()
-    return table
+    return table, json_columns
 
 
-def _print(table: Any, out_format: str | None) -> None:
-    """Print an Arrow table as CSV or JSON Lines."""
-    if (out_format or "csv") == "csv":
+def _print(table: Any, json_columns: set[int], out_format: str) -> None:
+    """Print an Arrow table as CSV or JSON Lines (values as :func:`_encoder` writes)."""
+    import pyarrow as pa
+
+    encoders = [_encoder(pa, f.type, i in json_columns) for i, f in enumerate(table.schema)]
+    if out_format == "csv":
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table, sys.stdout.buffer)
-    else:
+        columns = [_csv_column(pa, c, f.type, enc) for c, f, enc in
+                   zip(table.columns, table.schema, encoders, strict=True)]
+        pacsv.write_csv(pa.table(columns, names=table.column_names), sys.stdout.buffer)
+        return
+    from ehtool.values.text import str_json
+
+    keys = [str_json(name) + b":" for name in table.column_names]
+    out = sys.stdout.buffer
+    for batch in table.to_batches():
+        columns = [_values(pa, column) for column in batch.columns]
+        for row in zip(*columns, strict=True):
+            out.write(b"{" + b",".join(
+                key + (b"null" if v is None else enc(v))
+                for key, v, enc in zip(keys, row, encoders, strict=True)) + b"}\n")
+
+
+def _values(pa: Any, column: Any) -> list:
+    """A column's Python values; timestamps as integers of their unit (to_pylist would
+    drop nanoseconds)."""
+    if pa.types.is_timestamp(column.type):
+        return column.cast(pa.int64()).to_pylist()
+    return column.to_pylist()
+
+
+def _csv_column(pa: Any, column: Any, type_: Any, encode: Callable[[Any], bytes]) -> Any:
+    """A column as pyarrow's CSV writer takes it: timestamps, blobs and intervals as the
+    text of their JSON string, nested values as JSON, the rest as it is."""
+    t = pa.types
+    if t.is_timestamp(type_) or t.is_binary(type_) or t.is_large_binary(type_) \
+            or t.is_fixed_size_binary(type_) or t.is_interval(type_):
         import orjson
 
-        out = sys.stdout.buffer
-        for row in table.to_pylist():
-            out.write(orjson.dumps(row, default=str) + b"\n")
+        return pa.array([None if v is None else orjson.loads(encode(v))
+                         for v in _values(pa, column)], type=pa.string())
+    if t.is_nested(type_):
+        return pa.array([None if v is None else encode(v).decode()
+                         for v in column.to_pylist()], type=pa.string())
+    return column
+
+
+def _encoder(pa: Any, type_: Any, is_json: bool = False) -> Callable[[Any], bytes]:
+    """JSON text of a non-null value of Arrow type ``type_`` (from ``to_pylist``; an
+    integer of its unit for a timestamp): decode's texts for floats (NaN and infinities
+    as strings), timestamps (ISO, ``Z`` when it has a zone) and bytes (hex); JSON
+    columns as their JSON; decimals as numbers; other types as their text."""
+    from ehtool.values.text import float32_json, float64_json, hex_bytes, str_json
+
+    t = pa.types
+    if is_json:  # DuckDB checked it; a line break between tokens is a space
+        return lambda v: v.replace("\n", " ").replace("\r", " ").encode()
+    if t.is_boolean(type_):
+        return lambda v: b"true" if v else b"false"
+    if t.is_integer(type_):
+        return lambda v: b"%d" % v
+    if t.is_floating(type_):
+        return float32_json if type_.bit_width <= 32 else float64_json
+    if t.is_decimal(type_):
+        return lambda v: str(v).encode()
+    if t.is_string(type_) or t.is_large_string(type_):
+        return str_json
+    if t.is_binary(type_) or t.is_large_binary(type_) or t.is_fixed_size_binary(type_):
+        return hex_bytes
+    if t.is_timestamp(type_):
+        return _timestamp_encoder(type_)
+    if t.is_date(type_) or t.is_time(type_):
+        return lambda v: b'"%s"' % v.isoformat().encode()
+    if t.is_interval(type_):
+        return _interval_json
+    if t.is_list(type_) or t.is_large_list(type_) or t.is_fixed_size_list(type_):
+        item = _encoder(pa, type_.value_type)
+        return lambda v: b"[" + b",".join(b"null" if x is None else item(x) for x in v) + b"]"
+    if t.is_map(type_):
+        value = _encoder(pa, type_.item_type)
+        return lambda v: b"{" + b",".join(
+            str_json(str(k)) + b":" + (b"null" if x is None else value(x))
+            for k, x in v) + b"}"
+    if t.is_struct(type_):
+        fields = [(f.name, str_json(f.name) + b":", _encoder(pa, f.type)) for f in type_]
+        return lambda v: b"{" + b",".join(
+            key + (b"null" if v[name] is None else enc(v[name]))
+            for name, key, enc in fields) + b"}"
+    return lambda v: str_json(str(v))
+
+
+def _interval_json(v: Any) -> bytes:
+    """An interval (months, days, nanoseconds) as an ISO 8601 duration, ``"P1M2DT3.5S"``."""
+    sign = "-" if v.nanoseconds < 0 else ""
+    seconds, ns = divmod(abs(v.nanoseconds), 10**9)
+    fraction = f".{ns:09d}".rstrip("0") if ns else ""
+    return f'"P{v.months}M{v.days}DT{sign}{seconds}{fraction}S"'.encode()
+
+
+def _timestamp_encoder(type_: Any) -> Callable[[Any], bytes]:
+    """Timestamps as decode writes them, ``YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ``; without a
+    zone (DuckDB's TIMESTAMP) the same without ``Z``."""
+    import datetime
+
+    from ehtool.values.text import utc_ns_json
+
+    scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[type_.unit]
+    epoch = datetime.datetime(1970, 1, 1)
+    zoned = type_.tz is not None
+
+    def ns(v: Any) -> int:
+        if isinstance(v, int):
+            return v * scale
+        if hasattr(v, "value"):  # pandas.Timestamp (in a nested value): ns, UTC if zoned
+            return v.value
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.UTC).replace(tzinfo=None)
+        return (v - epoch) // datetime.timedelta(microseconds=1) * 1000
+
+    if zoned:
+        return lambda v: utc_ns_json(ns(v))
+    return lambda v: utc_ns_json(ns(v))[:-2] + b'"'

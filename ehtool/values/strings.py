@@ -41,6 +41,7 @@ import codecs
 
 __all__ = [
     "bom_string_json",
+    "escape_surrogates",
     "latin1_json",
     "str_json",
     "string_json",
@@ -60,11 +61,18 @@ def _dumps(obj: str) -> bytes:
     return _dumps(obj)
 
 
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate as the six characters ``\\udxxx`` (lowercase
+    hex): the JSON escape :func:`str_json` writes, as plain text where only valid
+    UTF-8 is stored (Arrow and Parquet strings)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _escaped_surrogates(text: str) -> bytes:
     """JSON text of a string holding lone surrogates (which orjson rejects)."""
     from json.encoder import encode_basestring  # C version: escapes like orjson
 
-    return encode_basestring(text).encode("utf-8", "backslashreplace")
+    return escape_surrogates(encode_basestring(text)).encode("utf-8")
 
 
 def str_json(text: str) -> bytes:

@@ -128,3 +128,102 @@ def test_the_command_line_does_not_import_the_analysis_libraries():
                            "print(sorted(m for m in ('pyarrow', 'duckdb', 'dask') "
                            "if m in sys.modules))"], capture_output=True, text=True)
     assert done.stdout.strip() == "[]"
+
+
+def _cut(tmp_path: Path) -> Path:
+    """The reference recording cut mid-record: 218 complete events, then an error."""
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(golden_path("linuxtracepoints/perf.data").read_bytes()[:100000])
+    return cut
+
+
+def test_query_reports_every_input_it_cannot_read(tmp_path):
+    """Each input that cannot be opened or is not perf.data is one error line and exit 1,
+    even when the query stops early (LIMIT) or does not read 'events'."""
+    good, missing = str(RECORDINGS[1]), str(tmp_path / "missing.data")
+    junk = tmp_path / "junk.data"
+    junk.write_bytes(bytes(range(256)) * 20)
+    for args, out, errors in (
+            (["select 1", missing], b"", [f"{missing}: cannot open"]),
+            (["select provider from events limit 1", good, missing], b'"provider"\n"sched"\n',
+             [f"{missing}: cannot open"]),
+            (["--format", "jsonl", "select 1 as x", str(junk)], b"",
+             [f"{junk}: offset 0x0: not a perf.data file"]),
+            (["--format", "jsonl", "select 1 as x", str(junk), good, missing], b'{"x":1}\n',
+             [f"{junk}: offset 0x0: not a perf.data", f"{missing}: cannot open"]),
+            (["select 1 as x from events limit 1", str(_cut(tmp_path)), good], b'"x"\n1\n',
+             [f"{tmp_path}/cut.data: offset 0x18680: truncated file"])):  # met, not drained
+        done = ehtool("query", *args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stdout == out, args
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == len(errors), lines
+        for line, error in zip(lines, errors, strict=True):
+            assert line.startswith(f"ehtool: error: {error}"), (line, error)
+    done = subprocess.run([sys.executable, "-m", "ehtool", "query", "select 1", "-"],
+                          input=bytes(100), capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 1 and done.stderr.startswith(b"ehtool: error: stdin: ")
+
+
+def test_query_runs_over_the_events_before_a_corrupt_record(tmp_path):
+    """As decode: the query's result over every event that decodes, then the input's
+    error (one line, exit 1)."""
+    cut = _cut(tmp_path)
+    decoded = ehtool("decode", "--format", "jsonl", str(cut))
+    assert decoded.returncode == 1 and len(decoded.stdout.splitlines()) == 218
+    for inputs, count in (([cut], 218), ([cut, RECORDINGS[0]], 221),
+                          ([RECORDINGS[0], cut, tmp_path / "missing.data"], 221)):
+        done = ehtool("query", "select count(*) as n from events", *map(str, inputs))
+        assert done.returncode == 1
+        assert done.stdout.splitlines() == [b'"n"', str(count).encode()]
+        lines = done.stderr.splitlines()
+        assert lines[0] == decoded.stderr.strip() and len(lines) == len(inputs) - 1 + 1 - (
+            RECORDINGS[0] in inputs)
+
+
+def test_query_statements():
+    """An empty SQL text is a usage error; several statements each print their result
+    (as DuckDB's shell); '-' can be read by one of them only."""
+    path = str(RECORDINGS[0])
+    for sql in ("", " ; -- nothing"):
+        done = ehtool("query", sql, path)
+        assert done.returncode == 2 and done.stderr.count(b"\n") == 1
+        assert done.stderr.startswith(b"ehtool: error: SQL: no statement") and not done.stdout
+    done = ehtool("query", "--format", "jsonl", "create table t as select count(*) as n "
+                  "from events; select n from t; select provider from events limit 1", path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [b'{"n":3}', b'{"provider":"MyProvider"}']
+    done = ehtool("query", "select 1 as a; select 2 as b", path)
+    assert done.stdout.splitlines() == [b'"a"', b"1", b'"b"', b"2"]
+    done = ehtool("query", "select 1 from events; select 2 from events", "-")
+    assert done.returncode == 2 and b"standard input" in done.stderr
+
+
+def test_query_jsonl_and_csv_values():
+    """jsonl writes JSON values: JSON nested, blobs as hex, times as decode writes them,
+    NaN as decode's string, decimals as numbers; csv the same texts."""
+    path = RECORDINGS[-1]
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    sql = ("select time, 'x\\x00'::blob as b, fields, [time] as l, 'nan'::double as n, "
+           "sum(cpu) over () as s, 1.25::decimal(5, 2) as d, interval 90 minute as i "
+           "from events where provider = 'TestProviderC' and event = 'f64'")
+    done = ehtool("query", "--format", "jsonl", sql, str(path))
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)
+    event = next(e for e in jsonl(path) if e["n"] == "TestProviderC:f64")
+    assert row == {"time": event["meta"]["time"], "b": "78 00",
+                   "fields": {k: v for k, v in event.items() if k not in ("n", "meta")},
+                   "l": [event["meta"]["time"]], "n": "nan", "s": event["meta"]["cpu"],
+                   "d": 1.25, "i": "P0M0DT5400S"}
+    assert row["time"].endswith("Z") and "T" in row["time"]
+    done = ehtool("query", "--format", "csv", sql, str(path))
+    assert done.returncode == 0, done.stderr
+    import csv
+
+    header, values = csv.reader(done.stdout.decode().splitlines())
+    assert dict(zip(header, values, strict=True)) == {
+        "time": row["time"], "b": "78 00", "fields": json.dumps(row["fields"],
+                                                                separators=(",", ":")),
+        "l": f'["{row["time"]}"]', "n": "nan", "s": str(row["s"]), "d": "1.25",
+        "i": "P0M0DT5400S"}

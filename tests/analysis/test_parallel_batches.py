@@ -281,3 +281,27 @@ def test_source_stop_ends_the_batches_at_once_and_leaves_no_worker(big, when):
             pass
     assert time.monotonic() - started < 3
     assert not _children(os.getpid())
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_with_problems_every_file_is_read_and_its_errors_kept(big, tmp_path, jobs):
+    """ehtool query's mode: no input error ends the rows; each file's errors are kept
+    (a fatal one alone, ending that file's rows), the same with N processes as one."""
+    from ehtool.analysis.parallel import batches
+
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(big.read_bytes()[:big.stat().st_size * 2 // 3])
+    damaged, missing = str(_damaged(big, tmp_path, 1)), str(tmp_path / "missing.data")
+    paths = [str(REPO / "examples" / "sched.data"), damaged, str(cut), missing, str(big)]
+
+    def run(j: int) -> tuple[list[dict], dict[str, list[str]]]:
+        problems: dict = {}
+        rows = [r for b in batches(paths, ["cpu", "session_time"], j, problems=problems)
+                for r in b.to_pylist()]
+        return rows, {p: [str(e) for e in v] for p, v in problems.items() if v}
+
+    rows, problems = run(1)
+    assert (rows, problems) == run(jobs)
+    assert list(problems) == [damaged, str(cut), missing]
+    assert len(problems[damaged]) == 3 and len(problems[str(cut)]) == 1
+    assert len(rows) >= 35 + 2 * 20000 - 3  # the files after the bad ones too
