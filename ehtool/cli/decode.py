@@ -71,7 +71,9 @@ def _hex_int(value: str) -> int:
 @click.option("--input-format", type=click.Choice(["perf", "dat"]), default="perf",
               show_default=True,
               help="perf: perf.data (file or pipe mode); dat: length-prefixed raw EventHeader "
-                   "events (EventHeaderInterceptor .dat files).")
+                   "events (EventHeaderInterceptor .dat files), to json or jsonl; they have "
+                   "no time, cpu, pid, tid or comm, so --pid, --tid, --cpu, --comm, --since "
+                   "and --until are refused, the other filters apply as for perf.data.")
 @click.option("--nonsample", is_flag=True,
               help="Also print COMM, FORK, EXIT, LOST and LOST_SAMPLES records as "
                    "'perf:comm'... events.")
@@ -161,6 +163,9 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
                                  param_hint="--fields-key")
     if split_dir is not None and out_format != "parquet":
         raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
+    if input_format == "dat" and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--format {out_format} reads perf.data: --input-format dat "
+                               "writes json or jsonl")
     if out_format == "parquet":
         with exit_on_signals():  # as above; the parts' workers are ended too
             _parquet(inputs, output, split_dir, jobs or available_cpus(),
@@ -176,7 +181,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     try:
         selection = Selection(providers=providers, events=events, level=level,
                               keyword=keyword, pids=pids, tids=tids, cpus=cpus, comms=comms,
-                              since=since, until=until, expr=expr)
+                              since=since, until=until, expr=expr,
+                              sample_meta=input_format == "perf")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -188,7 +194,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
                            time_mode, order, warn)
-        _report_selection(selection, input_format, strict_filter, warn)
+        _report_selection(selection, strict_filter, warn)
         if failed:
             sys.exit(EXIT_INPUT)
         return
@@ -229,18 +235,17 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
-    _report_selection(selection, input_format, strict_filter, warn)
+    _report_selection(selection, strict_filter, warn)
     if errors:
         sys.exit(EXIT_INPUT)
 
 
-def _report_selection(selection: Any, input_format: str, strict_filter: bool,
-                      warn: Any) -> None:
+def _report_selection(selection: Any, strict_filter: bool, warn: Any) -> None:
     """After the decode: --since/--until warnings, and the --filter names no event had
     (an error with --strict-filter)."""
     for message in selection.time_warnings():
         warn(message)
-    unknown = selection.unknown_names if input_format == "perf" else []
+    unknown = selection.unknown_names
     if unknown:
         names = ", ".join(repr(n) for n in unknown)
         which = "no event the other options kept" if selection.narrowed else \
