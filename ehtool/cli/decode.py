@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
 from ehtool.cli.completion import complete_meta
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 _META_HELP = (
     "Meta keys to print: 'default', 'all', 'none' or a comma list, with +KEY/-KEY edits "
@@ -256,21 +259,29 @@ def _report_selection(selection: Any, strict_filter: bool, warn: Any) -> None:
 
 
 def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
-    """decode_to stdout, or to ``-o`` FILE, which is left as it was when no input
-    could be opened at all."""
-    import io
-
-    from ehtool.decode.atomic import atomic_output
+    """decode_to stdout, or to ``-o`` FILE (see :func:`_output`)."""
     from ehtool.decode.pipeline import decode_to
 
     if output is None or output == "-":
         errors = decode_to(sys.stdout.buffer, inputs, options)
         sys.stdout.buffer.flush()
         return errors
-    if not any(_openable(path) for path in inputs):
-        return decode_to(io.BytesIO(), inputs, options)  # only the errors
-    with atomic_output(output) as out:
+    with _output(inputs, output) as out:
         return decode_to(out, inputs, options)
+
+
+def _output(inputs: tuple[str, ...], output: str | None) -> AbstractContextManager[BinaryIO]:
+    """Where the events go: ``-o`` FILE replaced atomically (stdout for None or '-'), or,
+    when no input could be opened at all, a scratch buffer: FILE is left as it was and
+    only the inputs' errors are reported."""
+    import contextlib
+    import io
+
+    from ehtool.decode.atomic import atomic_output
+
+    if output not in (None, "-") and not any(_openable(path) for path in inputs):
+        return contextlib.nullcontext(io.BytesIO())
+    return atomic_output(output or "-")
 
 
 def _first_input_error(inputs: tuple[str, ...]) -> None:
@@ -349,14 +360,13 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
           order: str, warn: Any) -> bool:
     """``--format text``: a line per event from the typed layer, the filters applied as
     for JSON; True when an input failed (its error is on stderr)."""
-    from ehtool.decode.atomic import atomic_output
     from ehtool.errors import EhtoolError
     from ehtool.events import open as open_events
     from ehtool.render.text import event_line, time_texts
     from ehtool.render.times import no_clock_warning
 
     failed = False
-    with atomic_output(output or "-") as out:
+    with _output(inputs, output) as out:
         for path in inputs:
             try:
                 with open_events(path, order=order) as events:
