@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
 from ehtool.cli.completion import complete_meta
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 _META_HELP = (
     "Meta keys to print: 'default', 'all', 'none' or a comma list, with +KEY/-KEY edits "
@@ -71,7 +74,9 @@ def _hex_int(value: str) -> int:
 @click.option("--input-format", type=click.Choice(["perf", "dat"]), default="perf",
               show_default=True,
               help="perf: perf.data (file or pipe mode); dat: length-prefixed raw EventHeader "
-                   "events (EventHeaderInterceptor .dat files).")
+                   "events (EventHeaderInterceptor .dat files), to json or jsonl; they have "
+                   "no time, cpu, pid, tid or comm, so --pid, --tid, --cpu, --comm, --since "
+                   "and --until are refused, the other filters apply as for perf.data.")
 @click.option("--nonsample", is_flag=True,
               help="Also print COMM, FORK, EXIT, LOST and LOST_SAMPLES records as "
                    "'perf:comm'... events.")
@@ -161,6 +166,9 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
                                  param_hint="--fields-key")
     if split_dir is not None and out_format != "parquet":
         raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
+    if input_format == "dat" and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--format {out_format} reads perf.data: --input-format dat "
+                               "writes json or jsonl")
     if out_format == "parquet":
         with exit_on_signals():  # as above; the parts' workers are ended too
             _parquet(inputs, output, split_dir, jobs or available_cpus(),
@@ -176,7 +184,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     try:
         selection = Selection(providers=providers, events=events, level=level,
                               keyword=keyword, pids=pids, tids=tids, cpus=cpus, comms=comms,
-                              since=since, until=until, expr=expr)
+                              since=since, until=until, expr=expr,
+                              sample_meta=input_format == "perf")
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -188,7 +197,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
                            time_mode, order, warn)
-        _report_selection(selection, input_format, strict_filter, warn)
+        _report_selection(selection, strict_filter, warn)
         if failed:
             sys.exit(EXIT_INPUT)
         return
@@ -229,18 +238,17 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
-    _report_selection(selection, input_format, strict_filter, warn)
+    _report_selection(selection, strict_filter, warn)
     if errors:
         sys.exit(EXIT_INPUT)
 
 
-def _report_selection(selection: Any, input_format: str, strict_filter: bool,
-                      warn: Any) -> None:
+def _report_selection(selection: Any, strict_filter: bool, warn: Any) -> None:
     """After the decode: --since/--until warnings, and the --filter names no event had
     (an error with --strict-filter)."""
     for message in selection.time_warnings():
         warn(message)
-    unknown = selection.unknown_names if input_format == "perf" else []
+    unknown = selection.unknown_names
     if unknown:
         names = ", ".join(repr(n) for n in unknown)
         which = "no event the other options kept" if selection.narrowed else \
@@ -251,21 +259,29 @@ def _report_selection(selection: Any, input_format: str, strict_filter: bool,
 
 
 def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
-    """decode_to stdout, or to ``-o`` FILE, which is left as it was when no input
-    could be opened at all."""
-    import io
-
-    from ehtool.decode.atomic import atomic_output
+    """decode_to stdout, or to ``-o`` FILE (see :func:`_output`)."""
     from ehtool.decode.pipeline import decode_to
 
     if output is None or output == "-":
         errors = decode_to(sys.stdout.buffer, inputs, options)
         sys.stdout.buffer.flush()
         return errors
-    if not any(_openable(path) for path in inputs):
-        return decode_to(io.BytesIO(), inputs, options)  # only the errors
-    with atomic_output(output) as out:
+    with _output(inputs, output) as out:
         return decode_to(out, inputs, options)
+
+
+def _output(inputs: tuple[str, ...], output: str | None) -> AbstractContextManager[BinaryIO]:
+    """Where the events go: ``-o`` FILE replaced atomically (stdout for None or '-'), or,
+    when no input could be opened at all, a scratch buffer: FILE is left as it was and
+    only the inputs' errors are reported."""
+    import contextlib
+    import io
+
+    from ehtool.decode.atomic import atomic_output
+
+    if output not in (None, "-") and not any(_openable(path) for path in inputs):
+        return contextlib.nullcontext(io.BytesIO())
+    return atomic_output(output or "-")
 
 
 def _first_input_error(inputs: tuple[str, ...]) -> None:
@@ -344,14 +360,13 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
           order: str, warn: Any) -> bool:
     """``--format text``: a line per event from the typed layer, the filters applied as
     for JSON; True when an input failed (its error is on stderr)."""
-    from ehtool.decode.atomic import atomic_output
     from ehtool.errors import EhtoolError
     from ehtool.events import open as open_events
     from ehtool.render.text import event_line, time_texts
     from ehtool.render.times import no_clock_warning
 
     failed = False
-    with atomic_output(output or "-") as out:
+    with _output(inputs, output) as out:
         for path in inputs:
             try:
                 with open_events(path, order=order) as events:

@@ -130,13 +130,19 @@ class Selection:
                  pids: tuple[int, ...] = (), tids: tuple[int, ...] = (),
                  cpus: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                  since: str | None = None, until: str | None = None,
-                 expr: str | None = None) -> None:
+                 expr: str | None = None, sample_meta: bool = True) -> None:
+        """``sample_meta=False``: for events without perf sample meta (a .dat capture,
+        ``bind(None)``): the options on it are a ValueError naming them, and the
+        expression's names are fields or header meta, never sample meta."""
         self.providers, self.events, self.comms = providers, events, comms
         self.level, self.keyword = level, keyword
         self.pids, self.tids, self.cpus = frozenset(pids), frozenset(tids), frozenset(cpus)
         self.since = parse_when(since) if since else None
         self.until = parse_when(until) if until else None
         self.expr = compile_filter(expr) if expr else None
+        self.sample_meta = sample_meta
+        if not sample_meta:
+            self._no_sample_meta()
         #: the field names the expression may mean (a dotted name: its head too)
         self._fields = frozenset() if self.expr is None else frozenset(
             part for name in self.expr.names if not name.startswith("meta.")
@@ -164,6 +170,23 @@ class Selection:
         self._unseen = set(self.expr.names) if self.expr is not None else set()
         self._native: Any = None  # the C loop of filter_batch, made by bind
 
+    def _no_sample_meta(self) -> None:
+        """Refuse what needs perf sample meta (ValueError naming the option); an
+        expression then reads every name from the event (a field named pid too)."""
+        given = [("--pid", self.pids), ("--tid", self.tids), ("--cpu", self.cpus),
+                 ("--comm", self.comms), ("--since", self.since), ("--until", self.until)]
+        for option, value in given:
+            if value:
+                raise ValueError(f"{option}: .dat events have no perf sample meta (time, "
+                                 "cpu, pid, tid, comm); it applies to perf.data input")
+        if self.expr is not None:
+            for name in sorted(self.expr.names):
+                if name.startswith("meta.") and meta_name(name).split(".", 1)[0] \
+                        in SAMPLE_NAMES:
+                    raise ValueError(f"--filter: {name!r}: .dat events have no perf "
+                                     "sample meta (time, cpu, pid, tid, comm)")
+            self.expr.on_sample = False
+
     @property
     def active(self) -> bool:
         return bool(self.providers or self.events or self.comms or self.pids or self.tids
@@ -188,16 +211,20 @@ class Selection:
         self.seen |= set(report)
         self._unseen -= set(report)
 
-    def bind(self, perf_file: Any) -> None:
+    def bind(self, perf_file: Any | None) -> None:
+        """Before the samples of each input: its PerfDataFile, or None for a .dat
+        capture's (``ehtool.eventheader.dat.dat_batches``; needs ``sample_meta=False``)."""
         from ehtool.events import SampleConverter
 
+        if perf_file is None and self.sample_meta:
+            raise ValueError("a .dat capture needs Selection(sample_meta=False)")
         self._check_window()
         self._file = perf_file
         self._first = None
         self._window = [0, 0, 0, 0]
-        converter = SampleConverter(big_endian=perf_file.big_endian,
-                                    comm_of=perf_file.session.comm,
-                                    clock=perf_file.session.clock)
+        converter = SampleConverter() if perf_file is None else SampleConverter(
+            big_endian=perf_file.big_endian, comm_of=perf_file.session.comm,
+            clock=perf_file.session.clock)
         self._convert, self._identify = converter.convert, converter.identify
         self._describe = converter.describe
         self._eventheader: Any = None  # the JSON renderer's decoder, made when needed

@@ -229,25 +229,30 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
 
 
 def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
-    """A ``.dat`` capture's EventHeader events; a malformed one is a warning and is
-    shown as its raw bytes (``"raw"``, as a tracepoint without a format)."""
-    from ehtool.eventheader.dat import iter_dat
+    """A ``.dat`` capture's EventHeader events that ``options.selection`` keeps (as it
+    keeps them in perf.data); a malformed one is a warning and is shown as its raw
+    bytes (``"raw"``, as a tracepoint without a format)."""
+    from ehtool.eventheader.dat import dat_batches
     from ehtool.render.dat import EventObjects
 
+    selection = options.selection
+    if selection is not None:
+        selection.bind(None)
     objects = EventObjects(options.style, options.fields_key)
-    out: list[bytes] = []
-    for index, (name, data) in enumerate(iter_dat(path)):
-        try:
-            obj = objects.event(name, data)
-        except ValueError as exc:
-            if options.warn is not None:
-                options.warn(f"{path}: event {index}: {name}: {exc}; shown as raw bytes")
-            out.append(objects.raw(name, data))
-            continue
-        if obj is None:
-            continue
-        out.append(obj)
-        if len(out) >= _BATCH:
-            yield out
-            out = []
-    yield out
+    for batch in dat_batches(path, _BATCH):
+        if selection is not None:
+            batch = selection.filter_batch(batch)
+        out: list[bytes] = []
+        for sample in batch:
+            name, data = sample.desc.name, sample.raw
+            try:
+                obj = objects.event(name, data)
+            except ValueError as exc:
+                if options.warn is not None:
+                    options.warn(f"{path}: offset {sample.offset:#x}: {name}: {exc}; "
+                                 "shown as raw bytes")
+                out.append(objects.raw(name, data))
+                continue
+            if obj is not None:
+                out.append(obj)
+        yield out

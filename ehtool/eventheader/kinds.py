@@ -314,9 +314,10 @@ class StringKind:
     c_flags: int
 
 
+@cache
 def _decoder(codec: str) -> Callable[[bytes], str]:
-    """bytes -> str as the JSON shows them: lone UTF-16 surrogates kept, invalid UTF-8
-    and UTF-32 code points above U+10FFFF as U+FFFD."""
+    """bytes -> str as the JSON shows them: lone UTF-16 surrogates kept (a trailing odd
+    byte ignored), invalid UTF-8 and UTF-32 code points above U+10FFFF as U+FFFD."""
     if codec.startswith("utf-32"):
         order = ">" if codec.endswith("be") else "<"
 
@@ -324,20 +325,23 @@ def _decoder(codec: str) -> Callable[[bytes], str]:
             points = struct.unpack(f"{order}{len(b) // 4}I", bytes(b)[:len(b) // 4 * 4])
             return "".join(chr(c) if c <= 0x10FFFF else "\ufffd" for c in points)
         return utf32
-    errors = "surrogatepass" if codec.startswith("utf-16") else "replace"
-    return lambda b: bytes(b).decode(codec, errors)
+    if codec.startswith("utf-16"):
+        return lambda b: bytes(b)[:len(b) & ~1].decode(codec, "surrogatepass")
+    return lambda b: bytes(b).decode(codec, "replace")
 
 
 def _bom_text(data: bytes, unit: int, big: bool) -> str:
+    """A BOM format's text: decoded per its BOM (dropped), else per the unit size, each
+    encoding as :func:`_decoder` decodes it."""
     for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\0\0", "utf-32-le"),
                        (b"\0\0\xfe\xff", "utf-32-be"), (b"\xff\xfe", "utf-16-le"),
                        (b"\xfe\xff", "utf-16-be")):
         if data.startswith(bom):
-            return data[len(bom):].decode(codec, "replace")
+            return _decoder(codec)(data[len(bom):])
     codec = {1: "utf-8", 2: "utf-16", 4: "utf-32"}[unit]
     if unit > 1:
         codec += "-be" if big else "-le"
-    return data.decode(codec, "replace")
+    return _decoder(codec)(data)
 
 
 @cache

@@ -6,19 +6,24 @@
 
 comm pid/tid [cpu] time (UTC with clock data, else seconds of the session clock; or as
 ``--time`` says), the
-event's name, then ``field=value`` pairs (strings as they are when they have no space or
-quote, else JSON-quoted; structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader events add
+event's name, then ``field=value`` pairs (strings as they are when they have no space,
+quote or lone surrogate, else JSON-quoted as the JSON output writes them: ``"\\ud800jkl"``;
+structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader events add
 ``level=`` and ``keyword=`` (and ``opcode=``, ``activity=`` when set) after the name.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from ehtool.render.times import TimeFormat
+from ehtool.values.strings import str_json
 from ehtool.values.times import format_utc_seconds
+
+#: what makes a string quoted: a space, a quote, '=', or a lone surrogate (not UTF-8)
+_QUOTED = re.compile(r"[\s\"'=\ud800-\udfff]")
 
 
 def _value(value: Any) -> str:
@@ -33,8 +38,8 @@ def _value(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     text = str(value)
-    if text == "" or any(c.isspace() or c in "\"'=" for c in text):
-        return json.dumps(text, ensure_ascii=False)
+    if text == "" or _QUOTED.search(text):
+        return str_json(text).decode("utf-8")
     return text
 
 

@@ -67,6 +67,26 @@ def test_output_file_is_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ehtool-")] == []
 
 
+@pytest.mark.parametrize("fmt", ["text", "parquet", "jsonl"])
+def test_output_file_is_left_as_it_was_when_no_input_opens_in_every_format(fmt, tmp_path):
+    """Issue: --format text -o FILE truncated FILE to 0 bytes when no input could be
+    opened (the JSON path checked first; text opened -o unconditionally)."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "out"
+    out.write_text("previous")
+    done = run("--format", fmt, "-o", str(out), str(tmp_path / "missing.data"),
+               str(tmp_path))
+    assert done.returncode == 1 and b"cannot open" in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert out.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary file left
+    if fmt == "text":  # one input that opens: FILE is written
+        done = run("--format", fmt, "-o", str(out), str(tmp_path / "missing.data"),
+                   str(SAMPLE))
+        assert done.returncode == 1 and "sched:sched_switch" in out.read_text()
+
+
 def test_output_keeps_mode_follows_symlinks_and_writes_through_fifos(tmp_path):
     """Issue 13 item 1: -o replaced FIFOs, devices and symlinks by regular files, came
     back 0644, and '-o -' created a file named '-'."""

@@ -271,3 +271,109 @@ def test_fast_views_of_eventheader_fields_are_the_typed_views(path, request):
                 want = event_view(whole.convert(sample, sel._fields), sel._fields,
                                   sel._meta_keys)
                 assert repr(make(sample)) == repr(want), (text, sample.offset)  # NaN
+
+
+# -- .dat captures: the same Selection, no sample meta ----------------------------------
+
+SAMPLE_META = ("time", "cpu", "pid", "tid", "comm", "file")
+
+
+def _jsonl(*args: str, dat: bool = False, path: str | None = None) -> list[str]:
+    """The events ``decode --format jsonl`` prints, without sample meta, as sorted-key
+    JSON texts (comparable between perf.data and .dat)."""
+    name = "EventHeaderInterceptorLE64.dat" if dat else "perf.data"
+    path = path or str(golden_path(f"linuxtracepoints/{name}"))
+    fmt = ["--input-format", "dat"] if dat else []
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                           *fmt, *args, path], capture_output=True, text=True, check=True)
+    out = []
+    for line in done.stdout.splitlines():
+        event = json.loads(line)
+        for key in SAMPLE_META:
+            event["meta"].pop(key, None)
+        out.append(json.dumps(event, sort_keys=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def both_files() -> set[str]:
+    """The events the .dat capture and perf.data both have (250 of them)."""
+    both = set(_jsonl(dat=True)) & set(_jsonl())
+    assert len(both) > 200
+    return both
+
+
+@pytest.mark.parametrize("args", [
+    ["--level", "1"], ["--provider", "TestProviderCpp"], ["--provider", "nomatch"],
+    ["--event", "u8"], ["--event", "TestProviderC:*Scalars*"], ["--keyword", "0x80"],
+    ["--filter", "level<=1"], ["--filter", 'n ~ "*Cpp*" && opcode & 3'],
+    ["--filter", "i32 > 1000 || u16 >= 3"], ["--filter", "i64 != 0 && !(keyword & 0x1)"],
+    ["--level", "4", "--filter", "id == 1000 && meta.level >= 4"],
+])
+def test_dat_filters_keep_what_perf_data_keeps(both_files, args):
+    """Issue: --input-format dat ignored every filter (--level 1 printed all 374
+    events). The events both files have are kept alike."""
+    dat, perf = _jsonl(*args, dat=True), _jsonl(*args)
+    assert len(dat) < 374
+    assert sorted(e for e in dat if e in both_files) == sorted(
+        e for e in perf if e in both_files)
+    if args != ["--provider", "nomatch"]:
+        assert any(e in both_files for e in dat)
+
+
+def _dat_run(*args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    path = path or str(golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat"))
+    return subprocess.run([sys.executable, "-m", "ehtool", "decode", "--input-format", "dat",
+                           *args, path], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--pid", "5"], "--pid"), (["--tid", "5"], "--tid"), (["--cpu", "0"], "--cpu"),
+    (["--comm", "x*"], "--comm"), (["--since", "1"], "--since"), (["--until", "1"], "--until"),
+    (["--filter", "meta.pid == 5"], "'meta.pid'"), (["--filter", "level < 3 || meta.time"],
+                                                    "'meta.time'"),
+    (["--format", "text"], "json or jsonl"), (["--format", "parquet", "-o", "{tmp}/x.parquet"],
+                                              "json or jsonl"),
+])
+def test_dat_refuses_what_it_has_no_value_for(args, named, tmp_path):
+    """Issue: --pid/--since... were ignored on .dat input, and --format text/parquet read
+    it as perf.data ('no PERFILE2 magic')."""
+    done = _dat_run(*(a.format(tmp=tmp_path) for a in args))
+    assert done.returncode == 2, done.stderr
+    assert not (tmp_path / "x.parquet").exists()
+    assert done.stdout == "" and done.stderr.count("\n") == 1 and named in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dat_filter_names_no_event_has_are_reported():
+    """Issue: --strict-filter --filter 'nosuch>1' exited 0 on .dat input, without a word."""
+    done = _dat_run("--filter", "nosuch > 1 || level == 1")
+    assert done.returncode == 0
+    assert done.stderr == ("ehtool: warning: --filter: no event of the input has 'nosuch' "
+                           "(comparisons with it are false)\n")
+    assert len(json.loads(done.stdout)) == 1
+    done = _dat_run("--strict-filter", "--filter", "nosuch > 1")
+    assert done.returncode == 2 and "'nosuch'" in done.stderr
+
+
+def test_dat_names_of_sample_meta_are_fields(tmp_path):
+    """.dat events have no sample meta, so 'pid' and 'cpu' in --filter are their fields
+    (on perf.data an expression of sample meta alone is checked on the sample)."""
+    import struct
+
+    from ehtool.eventheader.encoder import Event, Field, encode
+
+    path = tmp_path / "pids.dat"
+    with path.open("wb") as out:
+        for pid in (5, 7, 5):
+            data = encode(Event("E", [Field("pid", "u32", pid), Field("cpu", "u8", 1)],
+                                level=4))
+            record = b"P_L4K1\0" + data
+            out.write(struct.pack("<I", 4 + len(record)) + record)
+    assert len(json.loads(_dat_run(path=str(path)).stdout)[str(path)]) == 3
+    done = _dat_run("--filter", "pid == 5", path=str(path))
+    assert done.returncode == 0 and done.stderr == ""
+    assert [e["pid"] for e in json.loads(done.stdout)[str(path)]] == [5, 5]
+    done = _dat_run("--filter", "cpu != 1 || time > 0", path=str(path))
+    assert json.loads(done.stdout)[str(path)] == []
+    assert "'time'" in done.stderr and "'cpu'" not in done.stderr

@@ -471,3 +471,68 @@ class _OneAtATime:
         if not self.keeps(s, window):
             return False
         return sel.expr is None or not sel.expr.on_sample or sel._sample_expr(s)
+
+
+def _mutated_dat(tmp_path_factory) -> str:
+    """The reference .dat capture with a byte changed in 100 of its events (some become
+    malformed, some change values, names or levels)."""
+    from ehtool.eventheader.dat import _records
+
+    if "dat" not in _MUTATED:
+        src = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
+        data = bytearray(src.read_bytes())
+        rng = random.Random(3)
+        spots = [(offset + len(data_) - len(event), len(event))
+                 for offset, name, event in _records(str(src))
+                 for data_ in [data[offset:offset + 4 + len(name) + 1 + len(event)]]]
+        for start, size in rng.sample(spots, 100):
+            data[start + rng.randrange(size)] ^= 1 << rng.randrange(8)
+        path = tmp_path_factory.mktemp("native") / "mutated.dat"
+        path.write_bytes(bytes(data))
+        _MUTATED["dat"] = str(path)
+    return _MUTATED["dat"]
+
+
+@pytest.mark.parametrize("which", ["golden", "mutated"])
+def test_dat_decisions_are_the_typed_ones(which, tmp_path_factory):
+    """On a .dat capture (samples without sample meta, ``bind(None)``) the C loop keeps what
+    the Python path keeps, which is what the expression says of the typed event's view."""
+    from ehtool import speedups
+    from ehtool.decode.expression import event_view
+    from ehtool.decode.filters import Selection
+    from ehtool.eventheader.dat import dat_batches
+    from ehtool.events import SampleConverter
+    from ehtool.perfdata.records import Sample
+
+    require_speedups()
+    path = (str(golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat"))
+            if which == "golden" else _mutated_dat(tmp_path_factory))
+    samples = [s for batch in dat_batches(path, 100) for s in batch]
+    whole = SampleConverter()
+    views = [event_view(whole.convert(s)) for s in samples]
+    texts = [t for t in EXPRESSIONS
+             if not re.search(r"meta\.(time|cpu|pid|tid|comm)", t)]
+    decided = 0
+    for text in texts:
+        fast = Selection(expr=text, sample_meta=False)
+        slow = Selection(expr=text, sample_meta=False)
+        fast.bind(None)
+        slow.bind(None)
+        assert fast._native is not None
+        slow._native = None
+        asked = [0]
+        fallback = fast._fallback
+
+        def select(sample, fallback=fallback, asked=asked):
+            asked[0] += 1
+            return fallback(sample)
+        fast._native = speedups.load().Filter({}, fast._entry, select, fast._found, Sample)
+        want = [s.offset for s, v in zip(samples, views, strict=True) if fast.expr(v)]
+        got_slow = [s.offset for s in slow.filter_batch(samples)]
+        got_fast = [s.offset for s in fast.filter_batch(samples)]
+        assert got_fast == got_slow, text
+        if text != "meta":  # (a bare 'meta' is no name of the filters, as in perf.data)
+            assert got_slow == want, text
+        assert fast.seen == slow.seen, text
+        decided += len(samples) - asked[0]
+    assert decided > 50  # (most of its metadata have one event: Python decides those)

@@ -134,6 +134,42 @@ def test_text_format_is_one_line_per_event():
                              "prev_state=2 next_comm=migration/0 next_pid=18 next_prio=0")
 
 
+def test_text_shows_lone_surrogates_as_the_json_does(tmp_path):
+    """Issue: a lone UTF-16 surrogate in a string field crashed --format text ('internal
+    error: UnicodeEncodeError'); JSON writes it as a \\udxxx escape, and so does text."""
+    import subprocess
+    import sys
+
+    from golden import golden_path
+
+    data = golden_path("linuxtracepoints/perf.data").read_bytes()
+    hjkl = "hjkl".encode("utf-16-le")
+    assert data.count(hjkl) > 10
+    path = tmp_path / "surrogate.data"
+    path.write_bytes(data.replace(hjkl, b"\x00\xd8" + hjkl[2:]))
+
+    def run(fmt: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", fmt,
+                               str(path)], capture_output=True, check=True)
+        assert done.stderr == b""
+        return done.stdout.decode("utf-8")  # (valid UTF-8)
+
+    json_text, text = run("jsonl"), run("text")
+    members = re.findall(r'"(\w+)": ("\\ud800jkl")', json_text)
+    assert len(members) > 10
+    assert re.findall(r'(\w+)=("\\ud800jkl")', text) == members
+
+
+@pytest.mark.parametrize("value", ["\ud800jkl", "x\udc80", "\udfff", "a b", "", 'q"', "k=v",
+                                   "plain", "\u00e9t\u00e9"])
+def test_text_strings_are_plain_or_the_json_string(value):
+    from ehtool.render.text import _value
+    from ehtool.values.strings import str_json
+
+    plain = value in ("plain", "\u00e9t\u00e9")
+    assert _value(value) == (value if plain else str_json(value).decode("utf-8"))
+
+
 @pytest.mark.parametrize("args", [
     ["--filter", "prev_pid > 0 && next_comm ~ \"mig*\""],
     ["--cpu", "1", "--time", "rel"],

@@ -65,3 +65,21 @@ def test_string_rules_json_and_typed_agree(encoding, fmt, little):
 def test_binary_data_is_hex_bytes_by_default():
     assert string_kind(E.BINARY_LENGTH16_CHAR8, F.DEFAULT, True).name == "hexbytes"
     assert string_kind(E.STRING_LENGTH16_CHAR8, F.DEFAULT, True).name == "utf8"
+
+
+@pytest.mark.parametrize("little", [True, False])
+@pytest.mark.parametrize("fmt", [F.STRING_UTF, F.STRING_UTF_BOM, F.STRING_XML, F.STRING_JSON])
+@pytest.mark.parametrize("encoding", [e for e, unit in UNIT_SIZES.items() if unit > 1])
+def test_lone_surrogates_are_typed_as_the_json_shows_them(encoding, fmt, little):
+    """Issue: the BOM formats decoded a lone UTF-16 surrogate as U+FFFD in the typed value
+    (--format text showed U+FFFD where JSON has the \\ud800 escape)."""
+    rule = string_kind(encoding, fmt, little)
+    unit = UNIT_SIZES[encoding]
+    codec = f"utf-{unit * 8}-{'le' if little else 'be'}"
+    text = "\ud800jkl\udc00"
+    bom = "\ufeff".encode(codec)
+    for raw in (text.encode(codec, "surrogatepass"), bom + text.encode(codec, "surrogatepass"),
+                text.encode(codec, "surrogatepass") + b"x"):
+        if raw.startswith(bom) and fmt == F.STRING_UTF:
+            continue  # (no BOM rule: the BOM is a character)
+        assert rule.typed(raw) == json.loads(rule.json(raw)), raw
