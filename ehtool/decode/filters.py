@@ -213,7 +213,7 @@ class Selection:
 
     def bind(self, perf_file: Any | None) -> None:
         """Before the samples of each input: its PerfDataFile, or None for a .dat
-        capture's (``ehtool.eventheader.dat.dat_batches``; needs ``sample_meta=False``)."""
+        capture's (``ehtool.decode.dat_input.dat_batches``; needs ``sample_meta=False``)."""
         from ehtool.events import SampleConverter
 
         if perf_file is None and self.sample_meta:

@@ -148,7 +148,7 @@ def _preload(options: DecodeOptions) -> None:
     """Import what decoding an input needs before forking a worker per input, so that
     no worker imports it again (construct alone costs each one ~50 ms)."""
     if options.input_format == "dat":
-        import ehtool.eventheader.dat
+        import ehtool.decode.dat_input
         import ehtool.render.dat  # noqa: F401
         return
     import ehtool.formats.tracefs_format
@@ -232,7 +232,7 @@ def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
     """A ``.dat`` capture's EventHeader events that ``options.selection`` keeps (as it
     keeps them in perf.data); a malformed one is a warning and is shown as its raw
     bytes (``"raw"``, as a tracepoint without a format)."""
-    from ehtool.eventheader.dat import dat_batches
+    from ehtool.decode.dat_input import dat_batches
     from ehtool.render.dat import EventObjects
 
     selection = options.selection

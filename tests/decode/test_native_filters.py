@@ -476,14 +476,14 @@ class _OneAtATime:
 def _mutated_dat(tmp_path_factory) -> str:
     """The reference .dat capture with a byte changed in 100 of its events (some become
     malformed, some change values, names or levels)."""
-    from ehtool.eventheader.dat import _records
+    from ehtool.eventheader.dat import records
 
     if "dat" not in _MUTATED:
         src = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
         data = bytearray(src.read_bytes())
         rng = random.Random(3)
         spots = [(offset + len(data_) - len(event), len(event))
-                 for offset, name, event in _records(str(src))
+                 for offset, name, event in records(str(src))
                  for data_ in [data[offset:offset + 4 + len(name) + 1 + len(event)]]]
         for start, size in rng.sample(spots, 100):
             data[start + rng.randrange(size)] ^= 1 << rng.randrange(8)
@@ -498,9 +498,9 @@ def test_dat_decisions_are_the_typed_ones(which, tmp_path_factory):
     """On a .dat capture (samples without sample meta, ``bind(None)``) the C loop keeps what
     the Python path keeps, which is what the expression says of the typed event's view."""
     from ehtool import speedups
+    from ehtool.decode.dat_input import dat_batches
     from ehtool.decode.expression import event_view
     from ehtool.decode.filters import Selection
-    from ehtool.eventheader.dat import dat_batches
     from ehtool.events import SampleConverter
     from ehtool.perfdata.records import Sample
 
