@@ -21,8 +21,9 @@ has is reported at the end (``ehtool.decode.filters.Selection.unknown_names``).
 
 Filters evaluate on the typed event (``ehtool.events``): field values as Python
 values, shown as the JSON shows them (addresses, UUIDs and times as strings,
-binary data as hex bytes). An expression that names only cpu, pid, tid, time and
-comm is checked on the sample itself, before anything is decoded.
+binary data as hex bytes). An expression that names only ``meta.cpu``, ``meta.pid``,
+``meta.tid``, ``meta.time`` and ``meta.comm`` is checked on the sample itself, before
+anything is decoded (a bare ``pid`` may be a field: each event decides).
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ class Filter:
         self.tree = tree
         self.predicate = predicate(tree)
         self.names = names
-        #: True when only sample meta (cpu, pid, tid, time, comm) is named
-        self.on_sample = all(meta_name(n) in SAMPLE_NAMES for n in names)
+        #: True when only sample meta is named, as ``meta.cpu``, ``meta.pid``... (a bare
+        #: ``pid`` is an event's field where it has one: the event decides)
+        self.on_sample = all(n.startswith("meta.") and n[5:] in SAMPLE_NAMES for n in names)
 
     def __call__(self, view: dict[str, Any]) -> bool:
         return self.predicate(view)

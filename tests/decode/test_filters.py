@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -377,3 +378,27 @@ def test_dat_names_of_sample_meta_are_fields(tmp_path):
     done = _dat_run("--filter", "cpu != 1 || time > 0", path=str(path))
     assert json.loads(done.stdout)[str(path)] == []
     assert "'time'" in done.stderr and "'cpu'" not in done.stderr
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_a_bare_meta_name_is_the_events_field_where_it_has_one(pure):
+    """``pid == 18`` was checked on the sample's pid for every event (an expression on
+    sample meta names only took a shortcut), so a sched_wakeup whose field ``pid`` is 18
+    was missed and one woken by pid 18 was kept: fields come first, ``meta.pid`` is the
+    sample's."""
+    sched = str(Path(__file__).resolve().parents[2] / "examples" / "sched.data")
+
+    def events(*expr: str) -> list[dict]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *expr, sched], capture_output=True, text=True, check=True,
+                              env={**os.environ, "EHTOOL_PURE": pure})
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    everything = events()
+    by_field = [e for e in everything if int(e.get("pid", "-1"), 16) == 18]
+    by_meta = [e for e in everything if "pid" not in e and e["meta"]["pid"] == 18]
+    assert by_field and by_meta
+    assert events("--filter", "pid == 18") == [e for e in everything if e in by_field + by_meta]
+    assert events("--filter", "meta.pid == 18") == [e for e in everything if e["meta"]["pid"] == 18]
+    woken = [e for e in everything if "pid" in e and e["meta"]["pid"] == 18]
+    assert not any(e in events("--filter", "pid == 18") for e in woken if int(e["pid"], 16) != 18)
