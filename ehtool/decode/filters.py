@@ -417,7 +417,7 @@ class Selection:
     def select(self, sample: Any) -> bool:
         """Checks on the typed event of ``sample``."""
         if not sample.is_sample:
-            return True
+            return self._record_passes(sample)
         if self._view_only:  # only the expression: one typed decode answers everything
             return self._test(sample)
         if not self._identity_passes(*self._identity(sample)):
@@ -425,6 +425,32 @@ class Selection:
         if self.expr is None or self.expr.on_sample:
             return True
         return self._test(sample)
+
+    def _record_passes(self, record: Any) -> bool:
+        """A ``--nonsample`` record as the event it is shown as (``perf:comm``...):
+        provider ``perf``, no level or keyword, its fields and sample meta."""
+        from ehtool.render.events import RECORD_FIELDS
+
+        spec = RECORD_FIELDS.get(record.type)
+        if spec is None or record.body is None:
+            return True  # (not shown)
+        event = spec[0].decode()
+        if not self._identity_passes("perf", event, None, None):
+            return False
+        if self.expr is None or self.expr.on_sample:
+            return True
+        view = {k: getattr(record.body, k) for k in spec[1]}
+        meta = {"time": record.time, "cpu": record.cpu, "pid": record.pid,
+                "tid": record.tid, "comm": self._comm(record) if record.tid is not None
+                else None}
+        for key, value in meta.items():
+            if value is not None:
+                view.setdefault(key, value)
+                view[f"meta.{key}"] = value
+        view.update(n=f"perf:{event}", provider="perf", event=event)
+        if self._unseen:
+            self._note(view)
+        return self.expr.predicate(view)
 
     def _identity_passes(self, provider: str, event: str, level: int | None,
                          keyword: int | None) -> bool:

@@ -167,7 +167,7 @@ class SampleFormatter:
     def format_record(self, record: Any) -> bytes | None:
         """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):
         ``{ "n": "perf:comm", "pid": ..., ..., "meta": { ... } }``; None for other types."""
-        spec = _RECORD_FIELDS.get(record.type)
+        spec = RECORD_FIELDS.get(record.type)
         if spec is None or record.body is None:
             return None
         name, keys = spec
@@ -393,7 +393,8 @@ class SampleFormatter:
         return b"".join(out)
 
 
-_RECORD_FIELDS = {
+#: the records ``--nonsample`` shows as events ``perf:NAME``: type -> (NAME, its fields)
+RECORD_FIELDS = {
     3: (b"comm", ("pid", "tid", "comm")),
     7: (b"fork", ("pid", "ppid", "tid", "ptid")),
     4: (b"exit", ("pid", "ppid", "tid", "ptid")),

@@ -402,3 +402,26 @@ def test_a_bare_meta_name_is_the_events_field_where_it_has_one(pure):
     assert events("--filter", "meta.pid == 18") == [e for e in everything if e["meta"]["pid"] == 18]
     woken = [e for e in everything if "pid" in e and e["meta"]["pid"] == 18]
     assert not any(e in events("--filter", "pid == 18") for e in woken if int(e["pid"], 16) != 18)
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_nonsample_records_are_filtered_as_the_events_they_are_shown_as(pure):
+    """--nonsample records (perf:comm, perf:fork...) passed --provider, --event, --level,
+    --keyword and expressions unchecked: 105 of them came out of --provider MyProvider."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eventheader.data")
+
+    def names(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               "--nonsample", *args, example], capture_output=True,
+                              text=True, check=True, env={**os.environ, "EHTOOL_PURE": pure})
+        return [json.loads(line)["n"] for line in done.stdout.splitlines()]
+
+    every = names()
+    records = [n for n in every if n.startswith("perf:")]
+    assert len(records) == 105 and len(every) > len(records)
+    assert names("--provider", "MyProvider") == [n for n in every if n.startswith("MyProvider:")]
+    assert names("--provider", "perf") == records
+    assert names("--event", "comm") == names("--filter", 'n == "perf:comm"') == [
+        n for n in records if n == "perf:comm"]
+    assert names("--level", "5") == [n for n in every if not n.startswith("perf:")]
+    assert names("--filter", 'comm ~ "guest*" && n == "perf:comm"') == ["perf:comm"]
