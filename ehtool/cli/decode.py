@@ -155,6 +155,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
+    _refuse_unread(click.get_current_context(), out_format, input_format)
     if fields_key is not None and out_format in ("text", "parquet"):
         raise click.UsageError(f"--fields-key applies to json and jsonl ({out_format} keeps "
                                "fields and meta apart in its own way)")
@@ -307,6 +308,30 @@ def _openable(path: str) -> bool:
     return not os.path.isdir(path)
 
 
+#: the options an output format, or .dat input, does not read: given, they are a usage
+#: error naming both, never ignored in silence (others are refused with their reason)
+_UNREAD = {
+    "text": ("compact", "pretty", "field_tags", "bom", "meta_spec", "nonsample",
+             "formats_from_host"),
+    "parquet": ("compact", "pretty", "field_tags", "decimal_pids", "bom", "meta_spec",
+                "nonsample", "formats_from_host", "order"),
+    "dat": ("decimal_pids", "meta_spec", "nonsample", "formats_from_host", "order",
+            "time_mode"),
+}
+
+
+def _refuse_unread(ctx: click.Context, out_format: str, input_format: str) -> None:
+    """A usage error for an option of :data:`_UNREAD` given a value other than its
+    default (which the format would not have shown)."""
+    for key, what in ((out_format, f"--format {out_format}"),
+                      (input_format, f"--input-format {input_format}")):
+        for name in _UNREAD.get(key, ()):
+            param = next(p for p in ctx.command.params if p.name == name)
+            if ctx.params[name] != param.default:
+                given = " / ".join(f"'{opt}'" for opt in param.opts + param.secondary_opts)
+                raise click.UsageError(f"{given} does not apply to {what}")
+
+
 def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None, jobs: int,
              filtered: Any) -> None:
     """``--format parquet``: the rows of ``ehtool.analysis.arrow`` (on ``jobs`` processes),
@@ -316,7 +341,7 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
     from ehtool.decode.atomic import atomic_directory, atomic_output
 
     if filtered:
-        raise click.UsageError("filters apply to json and jsonl; select Parquet rows with "
+        raise click.UsageError("filters apply to json, jsonl and text; select Parquet rows with "
                                "SQL ('ehtool query')")
     if split_dir is not None:
         if output is not None:
