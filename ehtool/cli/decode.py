@@ -16,7 +16,8 @@ _META_HELP = (
     "Meta keys to print: 'default', 'all', 'none' or a comma list, with +KEY/-KEY edits "
     "('+comm' adds to the default set, 'none,+pid' starts from nothing). Keys: time, cpu, "
     "pid, tid, comm, id, version, level, keyword, opcode, tag, activity, relatedActivity, "
-    "provider, event, options, flags, common."
+    "provider, event, options, flags, common; with --format jsonl also file (the input, in "
+    "its default set)."
 )
 
 
@@ -179,7 +180,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     if pretty and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     try:
-        meta = parse_meta(meta_spec)
+        meta = parse_meta(meta_spec, lines=out_format == "jsonl")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--meta") from None
     try:

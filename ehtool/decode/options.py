@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ehtool.render.meta_keys import META_DEFAULT
+from ehtool.render.meta_keys import FILE_KEY, META_DEFAULT
 from ehtool.render.style import SPACED, JsonStyle
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ class DecodeOptions:
 
     style: JsonStyle = SPACED
     order: str = "time"  # "time" (perf-decode's order within each round) or "file"
-    meta: frozenset[str] = META_DEFAULT
+    #: the meta keys shown (``--meta``); None: the format's default set (JSON Lines adds
+    #: ``file``, the input of each event)
+    meta: frozenset[str] | None = None
     jsonl: bool = False
     #: indented multi-line JSON (the json format only)
     pretty: bool = False
@@ -86,3 +88,7 @@ class DecodeOptions:
     warn: Callable[[str], None] | None = None
     #: ``progress(bytes_done, bytes_total)`` after each batch (total 0: unknown)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.meta is None:
+            self.meta = META_DEFAULT | {FILE_KEY} if self.jsonl else META_DEFAULT

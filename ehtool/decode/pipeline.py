@@ -23,6 +23,7 @@ from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
 from ehtool.errors import EhtoolError, InputError, combined
+from ehtool.render.meta_keys import FILE_KEY
 from ehtool.render.times import no_clock_warning
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
             comm_of=f.session.comm,
             meta=options.meta,
             warn=options.warn,
-            file=("stdin" if path == "-" else path) if options.jsonl else None,
+            file=("stdin" if path == "-" else path) if FILE_KEY in options.meta else None,
             time_mode=options.time,
             fields_key=options.fields_key,
         )

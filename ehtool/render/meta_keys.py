@@ -13,33 +13,39 @@ META_DEFAULT = frozenset(
     ("time", "cpu", "pid", "tid", "id", "version", "level", "keyword", "opcode", "tag",
      "activity", "relatedActivity")
 )
+#: JSON Lines' own meta key, in its default set: the input each event came from
+FILE_KEY = "file"
 #: the EventHeader keys of the default set
 EVENTHEADER_DEFAULT = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
                        "relatedActivity")
 
 
-def parse_meta(spec: str) -> frozenset[str]:
+def parse_meta(spec: str, *, lines: bool = False) -> frozenset[str]:
     """Parse ``--meta``: ``default``, ``all``, ``none`` or a comma list, ``+key``/``-key`` edits.
 
     A list that starts with an edit edits the default set (``+comm``, ``-time``).
+    ``lines``: for JSON Lines, whose keys and default set add :data:`FILE_KEY`.
     """
+    known = (*META_KEYS, FILE_KEY) if lines else META_KEYS
+    default = META_DEFAULT | {FILE_KEY} if lines else META_DEFAULT
     items = [item.strip() for item in spec.split(",") if item.strip()]
-    keys: set[str] = set(META_DEFAULT) if items and items[0][0] in "+-" else set()
+    keys: set[str] = set(default) if items and items[0][0] in "+-" else set()
     for item in items:
         if item == "default":
-            keys |= META_DEFAULT
+            keys |= default
         elif item == "all":
-            keys |= set(META_KEYS)
+            keys |= set(known)
         elif item == "none":
             keys.clear()
         elif item.startswith("-"):
-            keys.discard(_check_meta(item[1:]))
+            keys.discard(_check_meta(item[1:], known))
         else:
-            keys.add(_check_meta(item.lstrip("+")))
+            keys.add(_check_meta(item.lstrip("+"), known))
     return frozenset(keys)
 
 
-def _check_meta(key: str) -> str:
-    if key not in META_KEYS:
-        raise ValueError(f"unknown meta key {key!r}; choose from {', '.join(META_KEYS)}")
+def _check_meta(key: str, known: tuple[str, ...]) -> str:
+    if key not in known:
+        hint = " ('file' is a key of --format jsonl)" if key == FILE_KEY else ""
+        raise ValueError(f"unknown meta key {key!r}; choose from {', '.join(known)}{hint}")
     return key

@@ -81,8 +81,8 @@ def test_accepted_combinations_give_valid_output(ehtool, args):
         events = json.loads(text)[SCHED]
     assert events
     if "--fields-key" in args:
-        assert all(list(ev) == ["n", "f", "meta"] and list(ev["meta"]) == ["cpu", "file"]
-                   for ev in events)
+        assert all(list(ev) == ["n", "f", "meta"] and list(ev["meta"]) == ["cpu"]
+                   for ev in events)  # (none: JSON Lines' "file" too, since it is a key)
     if "--compact" in args:
         assert text.startswith('{"n":') and '", "' not in text
     if "--time" in args:
@@ -130,3 +130,18 @@ def test_bare_ehtool_shows_its_help(ehtool):
     assert run.status == 0 and run.err == ""
     assert run.out == ehtool("--help").out and "Commands:" in run.out
     assert "128+N stopped by signal N" in " ".join(run.out.split())
+
+
+def test_jsonl_file_meta_is_a_meta_key(ehtool):
+    """JSON Lines' "file" could not be left out (--meta none kept it, -file was refused)."""
+    def meta(spec: str, fmt: str = "jsonl") -> list[str]:
+        run = ehtool("decode", "--format", fmt, "--meta", spec, EH)
+        assert run.status == 0, run.err
+        first = run.out.splitlines()[0] if fmt == "jsonl" else json.loads(run.out)[EH][0]
+        return list((json.loads(first) if fmt == "jsonl" else first)["meta"])
+
+    assert meta("default")[-1] == "file" and "file" not in meta("-file")
+    assert meta("none") == [] and meta("none,+file") == ["file"]
+    assert meta("all")[-1] == "file" and "file" not in meta("all", "json")
+    refused = ehtool("decode", "--meta", "+file", EH)
+    assert refused.status == 2 and "'file' is a key of --format jsonl" in refused.err
