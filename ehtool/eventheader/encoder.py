@@ -346,7 +346,9 @@ def _value(t: FieldType, value: Any, name: str) -> bytes:
         raise EncodeError(f"field {name!r}: {exc}") from None
     except (ValueError, TypeError, OverflowError, struct.error, OSError) as exc:
         # (OSError: socket.inet_pton's answer to a bad address)
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror
+                  else "out of range" if isinstance(exc, struct.error | OverflowError)
+                  else exc)
         raise EncodeError(f"field {name!r}: {value!r} is not a valid {t.name} ({reason})"
                           ) from None
 

@@ -36,6 +36,9 @@ def find_tracefs() -> Path:
     """The tracefs mount point; KernelError saying how to mount it when there is none."""
     chosen = os.environ.get("EHTOOL_TRACEFS")
     if chosen:
+        if not os.path.isdir(chosen):
+            raise KernelError(f"EHTOOL_TRACEFS={chosen} is not a directory (the tracefs "
+                              "mount point, e.g. /sys/kernel/tracing)")
         return Path(chosen)
     if _present(DEFAULT_TRACEFS / "events") or _present(DEFAULT_TRACEFS / "user_events_data"):
         return DEFAULT_TRACEFS

@@ -239,5 +239,14 @@ def format_name(text: str) -> str:
 
 
 def brief(exc: Exception) -> str:
-    """The first line of a (construct) error."""
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    """A construct error in a line: where (``entries.id``) and what (``cut short``)."""
+    lines = str(exc).splitlines()
+    if not lines:
+        return type(exc).__name__
+    if not lines[0].startswith("Error in path (parsing)"):
+        return lines[0]
+    where = ".".join(part.strip() for part in lines[0].split("->")[1:])
+    what = " ".join(lines[1:]) or type(exc).__name__
+    if what.startswith("stream read less than specified amount"):
+        what = "cut short"
+    return f"{where}: {what}" if where else what

@@ -49,7 +49,10 @@ def write_batch(writer: EventWriter, path: str | None, defaults: WriteDefaults, 
     try:
         for number, line in enumerate(stream, 1):
             try:
-                obj = loads(line)
+                try:
+                    obj = loads(line)
+                except ValueError as exc:  # (the JSON parser's words, said as such)
+                    raise ValueError(f"not a JSON line ({exc})") from None
                 # the hot path: a line shaped like one seen before (see _BatchPlans)
                 try:
                     fields = obj.pop("fields")

@@ -132,3 +132,12 @@ def test_missing_tracefs_explains_how_to_mount(monkeypatch, tmp_path):
             tracefs.find_tracefs()
     finally:
         tracefs.find_tracefs.cache_clear()
+
+
+def test_ehtool_tracefs_that_is_no_directory_is_named(monkeypatch, tmp_path):
+    """EHTOOL_TRACEFS=/nonexistent was reported as 'this kernel has no user_events'."""
+    monkeypatch.setenv("EHTOOL_TRACEFS", str(tmp_path / "nope"))
+    with pytest.raises(KernelError, match=r"EHTOOL_TRACEFS=.*/nope is not a directory"):
+        tracefs.find_tracefs()
+    monkeypatch.setenv("EHTOOL_TRACEFS", str(tmp_path))
+    assert tracefs.find_tracefs() == tmp_path

@@ -259,3 +259,19 @@ def test_format_error_in_pipe_mode_names_the_text_offset(tmp_path):
     assert err.offset == stream.index(_BROKEN.encode())
     assert str(err).startswith(f"stdin: offset {err.offset:#x}: format of demo:broken")
     assert "more problems" not in str(err)
+
+
+def test_a_construct_error_is_said_in_one_line_without_constructs_words():
+    """'bad ID_INDEX: Error in path (parsing) -> entries -> id' named construct's path."""
+    import construct as c
+
+    from ehtool.perfdata.metadata import brief
+
+    layout = c.Struct("nr" / c.Int64ul, "entries" / c.Array(c.this.nr, c.Struct(
+        "id" / c.Int64ul)))
+    with pytest.raises(c.ConstructError) as cut:
+        layout.parse(bytes([5]) + bytes(15))
+    assert brief(cut.value) == "entries.id: cut short"
+    with pytest.raises(c.ConstructError) as other:
+        c.Const(b"ab").parse(b"xx")
+    assert brief(other.value) == "parsing expected b'ab' but parsed b'xx'"

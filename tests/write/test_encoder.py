@@ -124,7 +124,8 @@ def test_refusals():
 
 @pytest.mark.parametrize(("args", "message"), [
     (["P", "E", "x:nope=1"], "unknown type"),
-    (["P", "E", "x:u8=300"], "not a valid u8"),
+    (["P", "E", "x:u8=300"], "'300' is not a valid u8 (out of range)"),
+    (["P", "E", "x:i16=70000"], "'70000' is not a valid i16 (out of range)"),
     (["P", "E", "novalue"], "expected NAME=VALUE"),
     (["Bad Prov", "E"], "must not contain space"),
     (["--level", "0", "P", "E"], "level must be 1..255"),
@@ -144,7 +145,7 @@ def test_batch_reports_bad_lines_and_keeps_going():
                           input=lines, capture_output=True, text=True)
     assert done.returncode == 1
     assert [line.split()[0] for line in done.stdout.splitlines()] == ["P_L5K1", "P_L2K1"]
-    assert "stdin:2:" in done.stderr
+    assert "stdin:2: not a JSON line (" in done.stderr
     strict = subprocess.run([sys.executable, "-m", "ehtool", "write", "--batch", "--dry-run",
                              "--strict"], input=lines, capture_output=True, text=True)
     assert strict.returncode == 1 and len(strict.stdout.splitlines()) == 1
