@@ -380,8 +380,18 @@ def _check_magic(head: bytes, name: str) -> bool:
         raise InputError("not a perf.data file (too short)", name, 0)
     big = detect_byte_order(head[:8])
     if big is None:
-        raise InputError("not a perf.data file (no PERFILE2 magic)", name, 0)
+        hint = ("; an EventHeaderInterceptor capture? 'ehtool decode --input-format dat'"
+                if _looks_like_dat(head) else "")
+        raise InputError(f"not a perf.data file (no PERFILE2 magic){hint}", name, 0)
     return big
+
+
+def _looks_like_dat(head: bytes) -> bool:
+    """The start of a ``.dat`` capture: a u32 record size, then a tracepoint name
+    (``Provider_L5K1``...)."""
+    name = head[4:].split(b"\0", 1)[0]
+    return (5 <= int.from_bytes(head[:4], "little") <= 0x10000 and len(name) >= 2
+            and name.replace(b"_", b"").replace(b":", b"").isalnum())
 
 
 
