@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from ehtool.cli.completion import complete_meta
+from ehtool.cli.completion import complete_meta, complete_names
+from ehtool.cli.options import converted
+from ehtool.cli.write_args import LEVELS, named_int, ranged_int
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -19,13 +21,6 @@ _META_HELP = (
     "provider, event, options, flags, common; with --format jsonl also file (the input, in "
     "its default set)."
 )
-
-
-def _hex_int(value: str) -> int:
-    try:
-        return int(value, 0)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a number (decimal or 0x hex)") from None
 
 
 @click.command()
@@ -85,10 +80,14 @@ def _hex_int(value: str) -> int:
               help="Only events of this provider (or tracepoint system). Repeatable.")
 @click.option("--event", "events", multiple=True, metavar="GLOB",
               help="Only events whose name (or 'provider:name') matches. Repeatable.")
-@click.option("--level", type=click.IntRange(0, 255), metavar="MAX",
-              help="Only EventHeader events with level <= MAX (1 critical .. 5 verbose).")
-@click.option("--keyword", type=_hex_int, metavar="MASK",
-              help="Only EventHeader events whose keyword has a bit of MASK.")
+@click.option("--level", metavar="MAX", shell_complete=complete_names(list(LEVELS)),
+              callback=converted(lambda v: named_int(v, LEVELS, "level", 0, 255)),
+              help="Only EventHeader events with level <= MAX: 0-255 or critical (1), "
+                   "error, warning, info, verbose (5).")
+@click.option("--keyword", metavar="MASK",
+              callback=converted(lambda v: ranged_int(v, 0, (1 << 64) - 1)),
+              help="Only EventHeader events whose keyword has a bit of MASK (hex 0x.. or "
+                   "decimal).")
 @click.option("--pid", "pids", multiple=True, type=int, help="Only this process. Repeatable.")
 @click.option("--tid", "tids", multiple=True, type=int, help="Only this thread. Repeatable.")
 @click.option("--cpu", "cpus", multiple=True, type=int, help="Only this CPU. Repeatable.")

@@ -10,6 +10,21 @@ import click
 F = TypeVar("F", bound=Callable)
 
 
+def converted(convert: Callable[[str], object]) -> Callable:
+    """A click callback turning an option's text into its value with ``convert`` (one of
+    ``ehtool.cli.write_args``'s, which the click-free fast path uses too); its ValueError
+    becomes click's usage error."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
+        if value is None:
+            return None
+        try:
+            return convert(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return callback
+
+
 def provider_set(verb: str) -> Callable[[F], F]:
     """``--provider``, ``--level``, ``--keyword``, ``--group``: the EventHeader tracepoints
     PROVIDER_L<level>K<keyword>[G<group>] for every level and keyword (``register``,

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
 from ehtool.cli.completion import complete_names
+from ehtool.cli.options import converted
 from ehtool.cli.write_args import LEVELS, OPCODES, VALUE_OPTIONS, write_one
 
 
-def _option(flag: str):
+def _option(flag: str) -> Callable:
     """A click callback converting ``flag``'s text with the shared converter."""
-    convert = VALUE_OPTIONS[flag][1]
-
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-        if value is None:
-            return None
-        try:
-            return convert(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return callback
+    return converted(VALUE_OPTIONS[flag][1])
 
 
 _TYPES_HELP = (

@@ -37,6 +37,9 @@ EH = "examples/eventheader.data"
     (["decode", "--filter", "cpu = 3", SCHED], "column"),
     (["decode", "--since", "yesterday", SCHED], "yesterday"),
     (["decode", "--keyword", "zz", SCHED], "zz"),
+    (["decode", "--keyword", "0x10000000000000001", SCHED], "0..0xffffffffffffffff"),
+    (["decode", "--level", "loud", SCHED], "'loud': give a number or one of"),
+    (["decode", "--level", "256", SCHED], "level must be 0..255"),
     (["decode", "--time", "iso8601", SCHED], "--time"),
     (["decode", "--strict-filter", "--filter", "nosuchfield > 3", SCHED], "nosuchfield"),
     (["decode", "--strict-filter", "--filter", "nosuchfield > 3", "--format", "text", SCHED],
@@ -145,3 +148,10 @@ def test_jsonl_file_meta_is_a_meta_key(ehtool):
     assert meta("all")[-1] == "file" and "file" not in meta("all", "json")
     refused = ehtool("decode", "--meta", "+file", EH)
     assert refused.status == 2 and "'file' is a key of --format jsonl" in refused.err
+
+
+def test_decode_level_takes_the_names_write_takes(ehtool):
+    """write --level took names (warning...) but decode --level only numbers."""
+    by_name, by_number = ehtool("decode", "--level", "warning", EH), ehtool("decode", "--level",
+                                                                          "3", EH)
+    assert by_name.status == by_number.status == 0 and by_name.out == by_number.out
