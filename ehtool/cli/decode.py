@@ -198,7 +198,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
                            time_mode, order, warn)
-        _report_selection(selection, strict_filter, warn)
+        _report_selection(selection, strict_filter, warn, failed)
         if failed:
             sys.exit(EXIT_INPUT)
         return
@@ -239,14 +239,17 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
             bar.close()
     for err in errors:
         click.echo(f"ehtool: error: {err}", err=True)
-    _report_selection(selection, strict_filter, warn)
+    _report_selection(selection, strict_filter, warn, bool(errors))
     if errors:
         sys.exit(EXIT_INPUT)
 
 
-def _report_selection(selection: Any, strict_filter: bool, warn: Any) -> None:
+def _report_selection(selection: Any, strict_filter: bool, warn: Any, failed: bool) -> None:
     """After the decode: --since/--until warnings, and the --filter names no event had
-    (an error with --strict-filter)."""
+    (an error with --strict-filter); not those when an input failed (its events were not
+    all seen: the input's error says what happened)."""
+    if failed:
+        return
     for message in selection.time_warnings():
         warn(message)
     unknown = selection.unknown_names

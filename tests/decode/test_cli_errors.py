@@ -422,3 +422,13 @@ def test_a_dat_capture_without_input_format_dat_is_pointed_at_it(tmp_path):
                                 b"'ehtool decode --input-format dat'\n"), done.stderr
     other = run(str(REPO / "README.md"))
     assert other.stderr.endswith(b"(no PERFILE2 magic)\n")
+
+
+def test_an_input_error_is_not_followed_by_filter_warnings(tmp_path):
+    """A file that did not open was followed by "no event of the input has 'pid'"."""
+    for args in (["--filter", "pid > 1"], ["--since", "5"], ["--format", "text", "--filter",
+                                                            "nosuch > 1"]):
+        done = run(*args, str(tmp_path / "nope.data"))
+        assert done.returncode == 1
+        assert done.stderr.decode() == (f"ehtool: error: {tmp_path / 'nope.data'}: cannot open: "
+                                        "No such file or directory\n"), args
