@@ -25,6 +25,15 @@ def golden_path(name: str) -> Path:
     return path
 
 
+def required(path: Path) -> Path:
+    """``path`` itself; a golden file through :func:`golden_path` (a skip, or a failure
+    under EHTOOL_REQUIRE_GOLDEN=1, when it is missing)."""
+    try:
+        return golden_path(str(path.relative_to(GOLDEN)))
+    except ValueError:  # not under GOLDEN: the project's own file
+        return path
+
+
 def mutated_golden(dst: Path, seed: int) -> str:
     """Write to ``dst`` the reference recording with a byte changed in 200 EventHeader
     samples, chosen by ``seed`` (some become malformed, some change values, names or

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN, golden_path
+from golden import GOLDEN, golden_path, required
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -36,9 +36,7 @@ def jsonl(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module", params=RECORDINGS, ids=lambda p: p.name)
 def recording(request) -> Path:
-    if not request.param.exists():
-        pytest.skip(f"{request.param} not found")
-    return request.param
+    return required(request.param)
 
 
 def test_counts_agree(recording, tmp_path):
@@ -202,9 +200,7 @@ def test_query_statements():
 def test_query_jsonl_and_csv_values():
     """jsonl writes JSON values: JSON nested, blobs as hex, times as decode writes them,
     NaN as decode's string, decimals as numbers; csv the same texts."""
-    path = RECORDINGS[-1]
-    if not path.exists():
-        pytest.skip(f"{path} not found")
+    path = required(RECORDINGS[-1])
     sql = ("select time, 'x\\x00'::blob as b, fields, [time] as l, 'nan'::double as n, "
            "sum(cpu) over () as s, 1.25::decimal(5, 2) as d, interval 90 minute as i "
            "from events where provider = 'TestProviderC' and event = 'f64'")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ehtool.eventheader.decoder import Fields
-from golden import GOLDEN
+from golden import GOLDEN, required
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -41,8 +41,7 @@ def _read(directory: Path) -> dict[str, list[dict]]:
 def test_every_event_once_with_its_typed_fields(path, tmp_path):
     """Each event lands in its name's dataset, in order, with the common columns of the
     one-file Parquet output and each field as the typed layer decodes it."""
-    if not path.exists():
-        pytest.skip(f"{path} not found")
+    path = required(path)
     from ehtool.analysis.arrow import record_batches
     from ehtool.analysis.by_event import arrow_value, event_dir_name
     from ehtool.events import open as open_events
