@@ -155,29 +155,13 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     inputs = inputs or ("perf.data",)
-    _refuse_unread(click.get_current_context(), out_format, input_format)
-    if fields_key is not None and out_format in ("text", "parquet"):
-        raise click.UsageError(f"--fields-key applies to json and jsonl ({out_format} keeps "
-                               "fields and meta apart in its own way)")
-    if time_mode != "perf" and out_format == "parquet":
-        raise click.UsageError("--time applies to json, jsonl and text (Parquet's time "
-                               "column is a timestamp; session_time has the nanoseconds)")
-    if fields_key in ("n", "meta"):
-        raise click.BadParameter(f"{fields_key!r} is a key of every event",
-                                 param_hint="--fields-key")
-    if split_dir is not None and out_format != "parquet":
-        raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
-    if input_format == "dat" and out_format in ("text", "parquet"):
-        raise click.UsageError(f"--format {out_format} reads perf.data: --input-format dat "
-                               "writes json or jsonl")
+    _refuse_combinations(click.get_current_context())
     if out_format == "parquet":
         with exit_on_signals():  # as above; the parts' workers are ended too
             _parquet(inputs, output, split_dir, jobs or available_cpus(),
                      providers or events or comms or pids or tids or cpus or expr or since
                      or until or level is not None or keyword is not None)
         return
-    if pretty and out_format == "jsonl":
-        raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     try:
         meta = parse_meta(meta_spec, lines=out_format == "jsonl")
     except ValueError as exc:
@@ -323,9 +307,28 @@ _UNREAD = {
 }
 
 
-def _refuse_unread(ctx: click.Context, out_format: str, input_format: str) -> None:
-    """A usage error for an option of :data:`_UNREAD` given a value other than its
-    default (which the format would not have shown)."""
+def _refuse_combinations(ctx: click.Context) -> None:
+    """Usage errors for options that do not go together, with the reason; then for an
+    option of :data:`_UNREAD` given a value other than its default (which the format
+    would not have shown)."""
+    p = ctx.params
+    out_format, input_format, fields_key = p["out_format"], p["input_format"], p["fields_key"]
+    if fields_key is not None and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--fields-key applies to json and jsonl ({out_format} keeps "
+                               "fields and meta apart in its own way)")
+    if p["time_mode"] != "perf" and out_format == "parquet":
+        raise click.UsageError("--time applies to json, jsonl and text (Parquet's time "
+                               "column is a timestamp; session_time has the nanoseconds)")
+    if fields_key in ("n", "meta"):
+        raise click.BadParameter(f"{fields_key!r} is a key of every event",
+                                 param_hint="--fields-key")
+    if p["split_dir"] is not None and out_format != "parquet":
+        raise click.UsageError("--split-by-event writes Parquet: add --format parquet")
+    if input_format == "dat" and out_format in ("text", "parquet"):
+        raise click.UsageError(f"--format {out_format} reads perf.data: --input-format dat "
+                               "writes json or jsonl")
+    if p["pretty"] and out_format == "jsonl":
+        raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     for key, what in ((out_format, f"--format {out_format}"),
                       (input_format, f"--input-format {input_format}")):
         for name in _UNREAD.get(key, ()):
