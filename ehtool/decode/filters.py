@@ -110,6 +110,10 @@ class _SampleView:
         return value
 
 
+#: a bound after every time (a relative --since before the first sample's time is known)
+_AFTER_ALL = float("inf")
+
+
 class _SharedView(dict):
     """The view of every event of an EventInfo (when nothing differs between them), and
     the expression's answer on it once known."""
@@ -265,8 +269,15 @@ class Selection:
                 window[2] = timed[0].time
             window[0] += len(timed)
             window[3] = timed[-1].time
-            lo = self._bound(since, timed[0].time) if since else None
-            hi = self._bound(until, timed[0].time) if until else None
+            # relative bounds count from the first sample (--nonsample records before it
+            # do not move it): a record that comes before it is before any such bound
+            first = next((s.time for s in timed if s.is_sample), None)
+            unknown = first is None and self._first is None  # no sample yet: no origin
+            lo = hi = None
+            if since:
+                lo = _AFTER_ALL if unknown and since[0] == "rel" else self._bound(since, first)
+            if until:
+                hi = None if unknown and until[0] == "rel" else self._bound(until, first)
             kept = [s for s in timed if (lo is None or s.time >= lo)
                     and (hi is None or s.time <= hi)]
             window[1] += len(kept)
@@ -379,7 +390,9 @@ class Selection:
         return native.program(speedups, self.expr, self._names, sources.__getitem__, plan,
                               marks)
 
-    def _bound(self, when: tuple[str, int], t: int) -> int:
+    def _bound(self, when: tuple[str, int], t: int | None) -> int:
+        """A --since/--until bound in session time; ``t``: the batch's first sample's
+        time, which starts relative bounds when none started them yet."""
         kind, ns = when
         if kind == "rel":
             if self._first is None:

@@ -425,3 +425,23 @@ def test_nonsample_records_are_filtered_as_the_events_they_are_shown_as(pure):
         n for n in records if n == "perf:comm"]
     assert names("--level", "5") == [n for n in every if not n.startswith("perf:")]
     assert names("--filter", 'comm ~ "guest*" && n == "perf:comm"') == ["perf:comm"]
+
+
+def test_nonsample_records_do_not_move_where_relative_times_start():
+    """--since 7 counts from the first sample: with --nonsample the first COMM record,
+    53 s earlier, became the start, and all three MyProvider events were kept."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eventheader.data")
+
+    def events(*args: str) -> list[dict]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *args, example], capture_output=True, text=True, check=True)
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    for window in (["--since", "7"], ["--until", "1"], ["--since", "1", "--until", "30"]):
+        samples = events(*window)
+        with_records = events("--nonsample", *window)
+        assert [e for e in with_records if not e["n"].startswith("perf:")] == samples, window
+    everything = events("--nonsample")
+    first_sample = next(e for e in everything if not e["n"].startswith("perf:"))
+    assert everything[0]["n"].startswith("perf:") and everything[0] != first_sample
+    assert len(events("--since", "7")) == 1
