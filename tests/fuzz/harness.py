@@ -104,4 +104,28 @@ def check_input(path: str, rss_limit_mb: int | None = None) -> str | None:
             json.loads(line)
     except ValueError as exc:
         return f"invalid JSON Lines: {exc}"
+    try:
+        shown = _text_lines(path)
+    except Exception as exc:  # --format text's typed layer: the same kind of bug
+        return f"internal error in --format text: {type(exc).__name__}: {exc}"
+    events = lines.count(b"\n")
+    if not first[2] and shown != events:  # (an input without errors: all of its events)
+        return f"--format text shows {shown} events, JSON Lines {events}"
     return None
+
+
+def _text_lines(path: str) -> int:
+    """How many lines ``--format text`` writes for ``path`` (up to its input error)."""
+    from ehtool.events import open as open_events
+    from ehtool.render.text import event_line, time_texts
+
+    count = 0
+    try:
+        with open_events(path) as events:
+            when = time_texts("perf", events.perf.session.clock)
+            for ev in events:
+                event_line(ev, when).encode("utf-8", "surrogateescape")
+                count += 1
+    except EhtoolError:
+        pass
+    return count
