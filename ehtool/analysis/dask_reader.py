@@ -35,8 +35,10 @@ def _expand_url(url: str) -> list[str]:
     return [fs.unstrip_protocol(p) for p in sorted(found)] or [url]
 
 
-def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | None) -> Any:
-    """One partition's events as a pandas DataFrame (runs on a worker)."""
+def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | None,
+               errors: str = "raise") -> Any:
+    """One partition's events as a pandas DataFrame (runs on a worker); ``errors="warn"``:
+    an input error is a warning and the partition holds the events that decode."""
     path, part = spec
     pa = require("pyarrow")
     if "://" in path:  # object storage and other fsspec file systems: a local copy first
@@ -49,32 +51,51 @@ def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | No
                 suffix=".data", delete=False) as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         try:
-            frame = _partition((dst.name, part), columns)
+            frame = _partition((dst.name, part), columns, errors)
         finally:
             os.unlink(dst.name)
         if "file" in frame:
             frame["file"] = path
         return frame
-    return pa.Table.from_batches(list(record_batches([path], columns, part)),
-                                 schema=schema(columns)).to_pandas()
+    if errors == "warn":
+        import warnings
+
+        def warn(exc: Exception) -> None:
+            warnings.warn(f"ehtool: {exc}", InputWarning, stacklevel=2)
+
+        batches = record_batches([path], columns, part, on_error=warn, on_fatal=warn)
+    else:
+        batches = record_batches([path], columns, part)
+    return pa.Table.from_batches(list(batches), schema=schema(columns)).to_pandas()
+
+
+class InputWarning(UserWarning):
+    """A recording's input error, with ``read_perfdata(errors="warn")``."""
 
 
 def read_perfdata(paths: str | list[str], columns: list[str] | None = None,
-                  partition_bytes: int = PARTITION_BYTES) -> Any:
+                  partition_bytes: int = PARTITION_BYTES, errors: str = "raise") -> Any:
     """A Dask DataFrame of the events of ``paths`` (a glob, a path, fsspec URLs such as
     ``s3://bucket/traces/*.data``, or a list of them) with the columns of ``ehtool
     decode --format parquet`` (or ``columns`` of them). One partition per file; a local
     file-mode file with more than ``partition_bytes`` of data is split into several,
     at the points where ``ehtool decode -j N`` splits it, so that a partition's memory
     stays about ``partition_bytes``' worth of rows. Partitions keep file order and,
-    within a file, perf-decode's event order."""
+    within a file, perf-decode's event order.
+
+    ``errors``: ``"raise"`` (a missing, cut or corrupt file fails the computation with
+    its InputError, as nothing is counted wrong in silence) or ``"warn"`` (its events
+    that decode are kept, as ``ehtool decode`` and ``query`` keep them, and the error is
+    an :class:`InputWarning` on the worker)."""
+    if errors not in ("raise", "warn"):
+        raise ValueError(f"errors={errors!r}: choose 'raise' or 'warn'")
     dd = require("dask.dataframe")
     files = _expand(paths)
     if not files:
         raise FileNotFoundError(f"no recordings match {paths!r}")
     meta = _partition_meta(columns)
     return dd.from_map(_partition, partitions(files, partition_bytes), columns=columns,
-                       meta=meta)
+                       errors=errors, meta=meta)
 
 
 def _partition_meta(columns: list[str] | None) -> Any:

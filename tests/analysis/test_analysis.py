@@ -223,3 +223,27 @@ def test_query_jsonl_and_csv_values():
                                                                 separators=(",", ":")),
         "l": f'["{row["time"]}"]', "n": "nan", "s": str(row["s"]), "d": "1.25",
         "i": "P0M0DT5400S"}
+
+
+def test_read_perfdata_errors_warn_keeps_what_decodes(tmp_path):
+    """A cut file failed the whole Dask computation; errors="warn" keeps its events (as
+    decode and query do) and warns; the default still raises."""
+    import warnings
+
+    from ehtool.dask import read_perfdata
+    from ehtool.errors import InputError
+
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(required(GOLDEN / "linuxtracepoints" / "perf.data").read_bytes()[:100_000])
+    sched = str(REPO / "examples" / "sched.data")
+    decoded = ehtool("decode", "--format", "jsonl", str(cut)).stdout.count(b"\n")
+    assert decoded == 218
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = read_perfdata([str(cut), sched], errors="warn")
+        assert len(frame) == decoded + len(jsonl(Path(sched)))
+    assert any("truncated file" in str(w.message) for w in caught)
+    with pytest.raises(InputError, match="truncated file"):
+        len(read_perfdata([str(cut)]))
+    with pytest.raises(ValueError, match="errors='skip'"):
+        read_perfdata([sched], errors="skip")

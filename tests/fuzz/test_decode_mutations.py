@@ -1,7 +1,8 @@
 """A fuzz target over real recordings (issue 13): each mutated input is decoded and must
 give no internal error, an exit status from the README's table, valid JSON and JSON
-Lines, as many ``--format text`` lines as JSON Lines (without input errors), the same bytes with the C loops and in pure Python, and with one, two and three
-processes, and stay under 80 MB of peak RSS. Seeded and count-based:
+Lines, as many ``--format text`` lines as JSON Lines (without input errors), the same
+bytes with the C loops and in pure Python, and with one, two and three processes, and
+stay under 80 MB of peak RSS. Seeded and count-based:
 ``EHTOOL_FUZZ_MUTATIONS`` inputs (default 400 in CI) through ``scripts/fuzz_decode.py``
 in a process of its own (so that the RSS check measures the decoding, not pytest);
 ``python3 scripts/fuzz_decode.py N`` runs the same check for N inputs offline."""
