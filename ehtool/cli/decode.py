@@ -75,7 +75,8 @@ _META_HELP = (
                    "and --until are refused, the other filters apply as for perf.data.")
 @click.option("--nonsample", is_flag=True,
               help="Also print COMM, FORK, EXIT, LOST and LOST_SAMPLES records as "
-                   "'perf:comm'... events.")
+                   "'perf:comm'... events (provider perf, no level or keyword: the filters "
+                   "take them as such).")
 @click.option("--provider", "providers", multiple=True, metavar="GLOB",
               help="Only events of this provider (or tracepoint system). Repeatable.")
 @click.option("--event", "events", multiple=True, metavar="GLOB",
@@ -94,8 +95,8 @@ _META_HELP = (
 @click.option("--comm", "comms", multiple=True, metavar="GLOB",
               help="Only threads whose name (from COMM records) matches. Repeatable.")
 @click.option("--since", metavar="WHEN",
-              help="Only events at or after WHEN: seconds after the first event (1.5, "
-                   "250ms) or a UTC time (2024-03-28T00:45:13Z).")
+              help="Only events at or after WHEN: seconds after the input's first sample "
+                   "(1.5, 250ms) or a UTC time (2024-03-28T00:45:13Z).")
 @click.option("--until", metavar="WHEN", help="Only events at or before WHEN (as --since).")
 @click.option("--filter", "expr", metavar="EXPR",
               help="Only events for which EXPR holds, e.g. 'level <= 3 && Field2 > 40' or "
@@ -296,12 +297,13 @@ def _openable(path: str) -> bool:
 
 
 #: the options an output format, or .dat input, does not read: given, they are a usage
-#: error naming both, never ignored in silence (others are refused with their reason)
+#: error naming both, never ignored in silence (others are refused with their reason);
+#: (name, value): but for the value the format does anyway
 _UNREAD = {
     "text": ("compact", "pretty", "field_tags", "bom", "meta_spec", "nonsample",
-             "formats_from_host"),
+             "formats_from_host", ("jobs", 1)),
     "parquet": ("compact", "pretty", "field_tags", "decimal_pids", "bom", "meta_spec",
-                "nonsample", "formats_from_host", "order"),
+                "nonsample", "formats_from_host", "order", "strict_filter"),
     "dat": ("decimal_pids", "meta_spec", "nonsample", "formats_from_host", "order",
             "time_mode"),
 }
@@ -311,6 +313,8 @@ def _refuse_combinations(ctx: click.Context) -> None:
     """Usage errors for options that do not go together, with the reason; then for an
     option of :data:`_UNREAD` given a value other than its default (which the format
     would not have shown)."""
+    from click.core import ParameterSource
+
     p = ctx.params
     out_format, input_format, fields_key = p["out_format"], p["input_format"], p["fields_key"]
     if fields_key is not None and out_format in ("text", "parquet"):
@@ -331,9 +335,12 @@ def _refuse_combinations(ctx: click.Context) -> None:
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
     for key, what in ((out_format, f"--format {out_format}"),
                       (input_format, f"--input-format {input_format}")):
-        for name in _UNREAD.get(key, ()):
+        for entry in _UNREAD.get(key, ()):
+            name, accepted = entry if isinstance(entry, tuple) else (entry, None)
+            if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
+                continue
             param = next(p for p in ctx.command.params if p.name == name)
-            if ctx.params[name] != param.default:
+            if ctx.params[name] not in (param.get_default(ctx), accepted):
                 given = " / ".join(f"'{opt}'" for opt in param.opts + param.secondary_opts)
                 raise click.UsageError(f"{given} does not apply to {what}")
 

@@ -264,14 +264,17 @@ class Selection:
             timed = [s for s in batch if s.time is not None]
             if not timed:
                 return []
+            # the window's warnings and relative bounds go by the samples (--nonsample
+            # records do not move where they start): a record before the first sample is
+            # before any relative bound
+            samples = [s for s in timed if s.is_sample]
             window = self._window
-            if not window[0]:
-                window[2] = timed[0].time
-            window[0] += len(timed)
-            window[3] = timed[-1].time
-            # relative bounds count from the first sample (--nonsample records before it
-            # do not move it): a record that comes before it is before any such bound
-            first = next((s.time for s in timed if s.is_sample), None)
+            if samples:
+                if not window[0]:
+                    window[2] = samples[0].time
+                window[0] += len(samples)
+                window[3] = samples[-1].time
+            first = samples[0].time if samples else None
             unknown = first is None and self._first is None  # no sample yet: no origin
             lo = hi = None
             if since:
@@ -280,7 +283,8 @@ class Selection:
                 hi = None if unknown and until[0] == "rel" else self._bound(until, first)
             kept = [s for s in timed if (lo is None or s.time >= lo)
                     and (hi is None or s.time <= hi)]
-            window[1] += len(kept)
+            window[1] += len(kept) if len(samples) == len(timed) else sum(
+                s.is_sample for s in kept)
             return kept
 
         return step
@@ -452,15 +456,14 @@ class Selection:
             return False
         if self.expr is None or self.expr.on_sample:
             return True
-        view = {k: getattr(record.body, k) for k in spec[1]}
+        view: dict[str, Any] = {k: getattr(record.body, k) for k in spec[1]}
         meta = {"time": record.time, "cpu": record.cpu, "pid": record.pid,
                 "tid": record.tid, "comm": self._comm(record) if record.tid is not None
                 else None}
+        meta = {k: v for k, v in meta.items() if v is not None}
         for key, value in meta.items():
-            if value is not None:
-                view.setdefault(key, value)
-                view[f"meta.{key}"] = value
-        view.update(n=f"perf:{event}", provider="perf", event=event)
+            view.setdefault(key, value)
+        view.update(meta=meta, n=f"perf:{event}", provider="perf", event=event)
         if self._unseen:
             self._note(view)
         return self.expr.predicate(view)

@@ -32,6 +32,9 @@ EH = "examples/eventheader.data"
      "'--time' does not apply to --input-format dat"),
     (["decode", "--format", "parquet", "-o", "/dev/null", "--pid", "1", SCHED],
      "filters apply to json, jsonl and text"),
+    (["decode", "--format", "text", "-j", "2", SCHED], "'-j' / '--jobs' does not apply"),
+    (["decode", "--format", "parquet", "-o", "/dev/null", "--strict-filter", SCHED],
+     "'--strict-filter' does not apply to --format parquet"),
     (["decode", "--meta", "+bogus", SCHED], "bogus"),
     (["decode", "--filter", "cpu == ", SCHED], "column"),
     (["decode", "--filter", "cpu = 3", SCHED], "column"),
@@ -155,3 +158,10 @@ def test_decode_level_takes_the_names_write_takes(ehtool):
     by_name, by_number = ehtool("decode", "--level", "warning", EH), ehtool("decode", "--level",
                                                                           "3", EH)
     assert by_name.status == by_number.status == 0 and by_name.out == by_number.out
+
+
+def test_an_option_given_as_what_the_format_does_is_accepted(ehtool):
+    """_UNREAD refuses what a format would ignore, not a value it has anyway."""
+    run = ehtool("decode", "--format", "text", "-j", "1", "--field-tags", "--meta", "default",
+                 SCHED)
+    assert run.status == 0 and run.out.count("\n") == 35, run.err

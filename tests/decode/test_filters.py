@@ -425,6 +425,9 @@ def test_nonsample_records_are_filtered_as_the_events_they_are_shown_as(pure):
         n for n in records if n == "perf:comm"]
     assert names("--level", "5") == [n for n in every if not n.startswith("perf:")]
     assert names("--filter", 'comm ~ "guest*" && n == "perf:comm"') == ["perf:comm"]
+    # meta.X of a record is its sample meta, also beside other names (it was never true)
+    assert names("--filter", 'meta.pid == 0 && n ~ "perf:*"') == names(
+        "--provider", "perf", "--pid", "0") != []
 
 
 def test_nonsample_records_do_not_move_where_relative_times_start():
