@@ -138,8 +138,9 @@ def _leave(status: int) -> NoReturn:
     os._exit(status)
 
 
-#: errors of a write on the output, not bugs: "cannot write output: ..." (exit 1)
-_OUTPUT_ERRNOS = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EROFS))
+#: errors only a write meets, not bugs: "cannot write output: ..." (exit 1); EIO, which
+#: a read meets too, is left to the code that reads or writes (it says which)
+_OUTPUT_ERRNOS = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS))
 
 
 def _output_failed(exc: OSError) -> None:
