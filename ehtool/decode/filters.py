@@ -177,18 +177,17 @@ class Selection:
     def _no_sample_meta(self) -> None:
         """Refuse what needs perf sample meta (ValueError naming the option); an
         expression then reads every name from the event (a field named pid too)."""
+        why = ".dat events have no perf sample meta (time, cpu, pid, tid, comm)"
         given = [("--pid", self.pids), ("--tid", self.tids), ("--cpu", self.cpus),
                  ("--comm", self.comms), ("--since", self.since), ("--until", self.until)]
         for option, value in given:
             if value:
-                raise ValueError(f"{option}: .dat events have no perf sample meta (time, "
-                                 "cpu, pid, tid, comm); it applies to perf.data input")
+                raise ValueError(f"{option}: {why}; it applies to perf.data input")
         if self.expr is not None:
             for name in sorted(self.expr.names):
                 if name.startswith("meta.") and meta_name(name).split(".", 1)[0] \
                         in SAMPLE_NAMES:
-                    raise ValueError(f"--filter: {name!r}: .dat events have no perf "
-                                     "sample meta (time, cpu, pid, tid, comm)")
+                    raise ValueError(f"--filter: {name!r}: {why}")
             self.expr.on_sample = False
 
     @property

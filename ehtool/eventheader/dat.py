@@ -41,3 +41,11 @@ def iter_dat(path: str) -> Iterator[tuple[str, bytes]]:
     (``-``: standard input)."""
     for _, name, data in records(path):
         yield name, data
+
+
+def looks_like_capture(head: bytes) -> bool:
+    """True when ``head`` (a file's first bytes) starts as a capture does: a record size,
+    then a tracepoint name (``Provider_L5K1``...)."""
+    name = head[4:].split(b"\0", 1)[0]
+    return (5 <= int.from_bytes(head[:4], "little") <= 0x10000 and len(name) >= 2
+            and name.replace(b"_", b"").replace(b":", b"").isalnum())

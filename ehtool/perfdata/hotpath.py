@@ -18,9 +18,17 @@ from typing import Any
 
 import construct as c
 
-from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, NulPadded, PerfGrammar, SampleType
+from ehtool.perfdata.grammar import (
+    PERF_TYPE_TRACEPOINT,
+    NulPadded,
+    PerfGrammar,
+    SampleType,
+    grammar_for,
+)
 from ehtool.perfdata.records import EventDesc, Sample
 
+#: a record header's size (the same in both byte orders)
+HEADER_SIZE = grammar_for(False).record_header.sizeof()
 #: the Sample attributes a reader fills from grammar fields of the same name
 _SAMPLE_FIELDS = ("time", "cpu", "pid", "tid")
 
@@ -88,6 +96,19 @@ def header_struct(g: PerfGrammar) -> struct.Struct:
 def identified_header_struct(g: PerfGrammar) -> struct.Struct:
     """The record header and the u64 after it: a sample's id with PERF_SAMPLE_IDENTIFIER."""
     return sample_prefix(g, SampleType.IDENTIFIER, 0).struct
+
+
+def id_offsets(g: PerfGrammar, sample_type: int) -> tuple[int, int]:
+    """Where a sample's id is (from the record's start) and where a non-sample record's
+    is (back from its end, in the ``sample_id_all`` trailer); -1 without an id. The
+    IDENTIFIER field when recorded, else ID."""
+    name = ("identifier" if sample_type & SampleType.IDENTIFIER
+            else "id" if sample_type & SampleType.ID else None)
+    if name is None:
+        return -1, -1
+    trailer = trailer_prefix(g, sample_type)
+    return (sample_prefix(g, sample_type, 0).offsets[name],
+            trailer.size - trailer.offsets[name])
 
 
 def body_offset(g: PerfGrammar, rtype: int, name: str) -> int:

@@ -12,8 +12,8 @@ from typing import Any
 import construct as c
 
 from ehtool.errors import InputError
-from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature, SampleType
-from ehtool.perfdata.hotpath import make_sample_reader
+from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
+from ehtool.perfdata.hotpath import id_offsets, make_sample_reader
 from ehtool.perfdata.records import EventDesc
 from ehtool.perfdata.tracing_data import parse_tracing_data
 
@@ -86,15 +86,7 @@ class Metadata:
 
     def _add_desc(self, attr: Any, ids: list[int], offset: int, name: str = "") -> EventDesc:
         desc = EventDesc(attr, ids, name, len(self.descs))
-        st = attr.sample_type
-        if st & SampleType.IDENTIFIER:
-            id_at, nid_at = 8, 8
-        elif st & SampleType.ID:
-            before = SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.ADDR
-            id_at = 8 + 8 * bin(st & before).count("1")
-            nid_at = 8 + 8 * bin(st & (SampleType.CPU | SampleType.STREAM_ID)).count("1")
-        else:
-            id_at = nid_at = -1
+        id_at, nid_at = id_offsets(self.grammar, attr.sample_type)
         if not attr.flags.sample_id_all:
             nid_at = -1
         if self.descs and (id_at, nid_at) != (self._id_at, self._nonsample_id_at):

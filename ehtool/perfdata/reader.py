@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from ehtool.errors import InputError, combined
+from ehtool.eventheader.dat import looks_like_capture
 from ehtool.perfdata.compression import Compression
 from ehtool.perfdata.grammar import (
     FILE_HEADER_SIZE,
@@ -381,17 +382,10 @@ def _check_magic(head: bytes, name: str) -> bool:
     big = detect_byte_order(head[:8])
     if big is None:
         hint = ("; an EventHeaderInterceptor capture? 'ehtool decode --input-format dat'"
-                if _looks_like_dat(head) else "")
+                if looks_like_capture(head) else "")
         raise InputError(f"not a perf.data file (no PERFILE2 magic){hint}", name, 0)
     return big
 
-
-def _looks_like_dat(head: bytes) -> bool:
-    """The start of a ``.dat`` capture: a u32 record size, then a tracepoint name
-    (``Provider_L5K1``...)."""
-    name = head[4:].split(b"\0", 1)[0]
-    return (5 <= int.from_bytes(head[:4], "little") <= 0x10000 and len(name) >= 2
-            and name.replace(b"_", b"").replace(b":", b"").isalnum())
 
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ehtool.perfdata.grammar import RecordType, grammar_for
-from ehtool.perfdata.hotpath import header_struct
+from ehtool.perfdata.hotpath import HEADER_SIZE, header_struct
 from ehtool.speedups import load as load_speedups
 
 _R = RecordType
@@ -37,12 +37,12 @@ _STOPS_THREADS = bytes(1 if stop or t in THREADS else 0 for t, stop in enumerate
 
 def _hop(buf: Any, pos: int, end: int, big_endian: bool, stops: bytes) -> tuple[int, int, int]:
     """From ``pos``, step over records until one whose type is in ``stops`` (a 256-byte
-    table; types >= 256 stop too) or whose size is below 8: ``(pos, type, size)``, or
+    table; types >= 256 stop too) or whose size is below a header's: ``(pos, type, size)``, or
     ``(pos, -1, 0)`` at ``end``. ``_speedups.hop`` does the same in C."""
     header = _header(big_endian)
-    while pos + 8 <= end:
+    while pos + HEADER_SIZE <= end:
         rtype, _misc, size = header(buf, pos)
-        if size < 8 or rtype >= 256 or stops[rtype]:
+        if size < HEADER_SIZE or rtype >= 256 or stops[rtype]:
             return pos, rtype, size
         pos += size
     return pos, -1, 0
@@ -80,7 +80,7 @@ class Split:
         middle = pos + (end - pos) // 2 if target is None else target
         stops, applied = (_STOPS_THREADS, METADATA | THREADS) if threads else (_STOPS, METADATA)
         released = pos
-        while pos + 8 <= end:
+        while pos + HEADER_SIZE <= end:
             if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
                 self._release(released, pos)
                 released = pos
@@ -88,7 +88,7 @@ class Split:
                                    stops)
             if rtype < 0:  # the end of this window
                 continue
-            if size < 8:
+            if size < HEADER_SIZE:
                 return None
             if rtype in applied:  # the next part needs what they say (ids, names...)
                 pos = self._apply_quietly(rtype, mm, pos, size, end)

@@ -14,6 +14,7 @@ from ehtool.perfdata.compression import compressed_data, compressed_size, zstd_d
 from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType, grammar_for
 from ehtool.perfdata.hotpath import (
+    HEADER_SIZE,
     CorruptSample,
     TrailerReader,
     body_offset,
@@ -35,7 +36,7 @@ FLUSH_TYPES = frozenset((int(_R.FINISHED_ROUND),))
 _UNSET = object()
 # where things are in a record, from the grammar (the same in both byte orders)
 _G = grammar_for(False)
-_BODY_AT = _G.record_header.sizeof()
+_BODY_AT = HEADER_SIZE
 _FEATURE_AT = body_offset(_G, _R.HEADER_FEATURE, "feature")
 _FEATURE_DATA_AT = body_offset(_G, _R.HEADER_FEATURE, "data")
 _UPDATE_TYPE_AT = body_offset(_G, _R.EVENT_UPDATE, "type")
@@ -97,8 +98,9 @@ class RecordWalk:
                 nsamples += 1
                 pos += size
                 continue
-            if size < 8:
-                self._fatal = InputError(f"corrupt record: size {size} < 8", self.path, base + pos)
+            if size < _BODY_AT:
+                self._fatal = InputError(f"corrupt record: size {size} < {_BODY_AT}", self.path,
+                                         base + pos)
                 break
             if pos + size > end:
                 break

@@ -29,7 +29,7 @@ from ehtool.errors import InputError
 from ehtool.perfdata.compression import Decompressor, compressed_data, zstd_decompressor
 from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import PIPE_HEADER_SIZE, RecordType, detect_byte_order, grammar_for
-from ehtool.perfdata.hotpath import header_struct
+from ehtool.perfdata.hotpath import HEADER_SIZE, header_struct
 from ehtool.record.perf import RecordingStats
 
 _COMPRESSED, _COMPRESSED2 = RecordType.COMPRESSED, RecordType.COMPRESSED2
@@ -108,9 +108,9 @@ class StreamCounter:
         assert header is not None
         stats = self.stats
         end = len(buf)
-        while pos + 8 <= end:
+        while pos + HEADER_SIZE <= end:
             rtype, _misc, size = header(buf, pos)
-            if size < 8:
+            if size < HEADER_SIZE:
                 offset = self._fed - end + pos
                 return self._stop(f"corrupt record at stream offset {offset}: size {size}")
             if pos + size > end:

@@ -212,3 +212,30 @@ def test_sizes_offsets_and_hot_structs_come_from_the_grammar(big_endian):
     assert body_offset(g, RecordType.EVENT_UPDATE, "id") == 16
     with pytest.raises(KeyError):
         body_offset(g, RecordType.LOST, "nope")
+
+
+def test_id_offsets_come_from_the_grammar():
+    """Where the sample id is, for every combination of the fields before it: the
+    offsets the reader takes from the grammar equal perf's rule, written out here."""
+    import itertools
+
+    from ehtool.perfdata.grammar import SampleType as S
+    from ehtool.perfdata.hotpath import id_offsets
+
+    def by_hand(st: int) -> tuple[int, int]:
+        if st & S.IDENTIFIER:  # right after the header; last in the trailer
+            return 8, 8
+        if st & S.ID:  # after IP, TID, TIME, ADDR; before STREAM_ID and CPU in the trailer
+            before = S.IP | S.TID | S.TIME | S.ADDR
+            return (8 + 8 * bin(st & before).count("1"),
+                    8 + 8 * bin(st & (S.CPU | S.STREAM_ID)).count("1"))
+        return -1, -1
+
+    bits = [S.IDENTIFIER, S.IP, S.TID, S.TIME, S.ADDR, S.ID, S.STREAM_ID, S.CPU, S.PERIOD,
+            S.RAW]
+    for big_endian in (False, True):
+        g = grammar_for(big_endian)
+        for n in range(len(bits) + 1):
+            for combo in itertools.combinations(bits, n):
+                st = sum(combo)
+                assert id_offsets(g, st) == by_hand(st), hex(st)
