@@ -82,6 +82,15 @@ class SignalExit(SystemExit):
         self.signum = signum
 
 
+#: how messages and outputs name standard input (given as ``-``)
+STDIN_NAME = "stdin"
+
+
+def input_name(path: str) -> str:
+    """An input as messages and outputs name it: ``-`` is standard input."""
+    return STDIN_NAME if path == "-" else path
+
+
 def output_error(exc: OSError, path: object = None) -> OutputError:
     """``[PATH: ]cannot write output: WHY`` for an OSError on the output (ENOSPC, EFBIG,
     EIO, a directory given as ``-o``...)."""

@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ehtool.errors import InputError, UsageError
+from ehtool.errors import InputError, UsageError, input_name
 from ehtool.values.strings import escape_surrogates
 from ehtool.values.text import float64_json
 
@@ -177,7 +177,7 @@ def _array(pa: Any, values: list, type_: Any) -> Any:
 
 #: column name -> its value for (input path, typed event)
 COLUMNS: dict[str, Any] = {
-    "file": lambda path, ev: path,
+    "file": lambda path, ev: input_name(path),
     "time": lambda path, ev: ev.utc_ns,
     "session_time": lambda path, ev: ev.time,
     "cpu": lambda path, ev: ev.meta.get("cpu"),

@@ -68,13 +68,15 @@ def complete_names(names: list[str]):
 
 def complete_meta(ctx: click.Context, param: click.Parameter,
                   incomplete: str) -> list[CompletionItem]:
-    """``decode --meta``: the item after the last comma, a key with its +/- edit kept."""
+    """``decode --meta``: the item after the last comma, a key with its +/- edit kept
+    (``file`` with ``--format jsonl``)."""
     from ehtool.render.meta_keys import FILE_KEY, META_KEYS
 
     head, _, item = incomplete.rpartition(",")
     head = head + "," if head else ""
     sign = item[:1] if item[:1] in "+-" else ""
-    names = [sign + key for key in (*META_KEYS, FILE_KEY)]
+    keys = (*META_KEYS, FILE_KEY) if ctx.params.get("out_format") == "jsonl" else META_KEYS
+    names = [sign + key for key in keys]
     if not sign:
         names = ["default", "all", "none", *names]
     return [CompletionItem(head + n) for n in names if n.startswith(item)]

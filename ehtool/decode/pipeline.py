@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
-from ehtool.errors import EhtoolError, InputError, combined
+from ehtool.errors import EhtoolError, InputError, combined, input_name
 from ehtool.render.meta_keys import FILE_KEY
 from ehtool.render.times import no_clock_warning
 
@@ -128,7 +128,7 @@ class _Progress:
 def _write_input(path: str, options: DecodeOptions, progress: _Progress,
                  writer: EventsWriter, errors: list[EhtoolError]) -> None:
     """One input's events to ``writer``, its error (if any) to ``errors``."""
-    writer.begin_file("stdin" if path == "-" else path)
+    writer.begin_file(input_name(path))
     try:
         for batch in _batches(path, options, progress, writer):
             if type(batch) is Joined:
@@ -214,7 +214,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
             comm_of=f.session.comm,
             meta=options.meta,
             warn=options.warn,
-            file=("stdin" if path == "-" else path) if FILE_KEY in options.meta else None,
+            file=input_name(path) if FILE_KEY in options.meta else None,
             time_mode=options.time,
             fields_key=options.fields_key,
         )
@@ -239,7 +239,8 @@ def _dat_batches(path: str, options: DecodeOptions) -> Iterator[list[bytes]]:
     selection = options.selection
     if selection is not None:
         selection.bind(None)
-    objects = EventObjects(options.style, options.fields_key)
+    objects = EventObjects(options.style, options.fields_key,
+                           input_name(path) if FILE_KEY in options.meta else None)
     for batch in dat_batches(path, _BATCH):
         if selection is not None:
             batch = selection.filter_batch(batch)

@@ -8,13 +8,13 @@ import struct
 import sys
 from collections.abc import Iterator
 
-from ehtool.errors import InputError
+from ehtool.errors import STDIN_NAME, InputError
 
 
 def records(path: str) -> Iterator[tuple[int, str, bytes]]:
     """(offset, tracepoint name, event bytes) of each record (``-``: standard input)."""
     if path == "-":
-        data, path = sys.stdin.buffer.read(), "stdin"
+        data, path = sys.stdin.buffer.read(), STDIN_NAME
     else:
         try:
             with open(path, "rb") as f:

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from ehtool.errors import InputError, combined
+from ehtool.errors import STDIN_NAME, InputError, combined
 from ehtool.eventheader.dat import looks_like_capture
 from ehtool.perfdata.compression import Compression
 from ehtool.perfdata.grammar import (
@@ -110,7 +110,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
              on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:
         """Open a perf.data path; ``-`` or a binary stream reads pipe mode sequentially."""
         if path == "-":
-            return cls.open_stream(sys.stdin.buffer, "stdin", on_error=on_error)
+            return cls.open_stream(sys.stdin.buffer, STDIN_NAME, on_error=on_error)
         if not isinstance(path, (str, bytes, os.PathLike)):
             return cls.open_stream(path, getattr(path, "name", "stream"), on_error=on_error)
         name = os.fsdecode(path)
@@ -125,7 +125,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             raise
 
     @classmethod
-    def open_stream(cls, stream: BinaryIO, name: str = "stdin", *,
+    def open_stream(cls, stream: BinaryIO, name: str = STDIN_NAME, *,
                     on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:
         """Read a pipe-mode stream (``perf record -o -``) without seeking."""
         head = _read_exact(stream, PIPE_HEADER_SIZE)

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
-from ehtool.errors import InputError
+from ehtool.errors import STDIN_NAME, InputError
 from ehtool.perfdata.compression import Decompressor, compressed_data, zstd_decompressor
 from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import PIPE_HEADER_SIZE, RecordType, detect_byte_order, grammar_for
@@ -142,7 +142,7 @@ class StreamCounter:
             return False
         try:
             if self._zstd is None:
-                self._zstd = zstd_decompressor("stdin", offset)
+                self._zstd = zstd_decompressor(STDIN_NAME, offset)
                 self._inner = StreamCounter(self.stats)
                 self._inner._header, self._inner._u64 = self._header, self._u64
                 self._inner._u32 = self._u32

@@ -12,7 +12,9 @@ from ehtool.values.text import hex_bytes, utf8_json
 class EventObjects:
     """Formats ``(tracepoint name, event bytes)`` pairs in one style."""
 
-    def __init__(self, style: JsonStyle, fields_key: str | None = None) -> None:
+    def __init__(self, style: JsonStyle, fields_key: str | None = None,
+                 file: str | None = None) -> None:
+        """``file``: the input's name, the last meta member (JSON Lines' ``file``)."""
         s = self.style = style
         self._decoder = EventHeaderDecoder(style)
         self._head = b"{" + s.first + b'"n"' + s.colon
@@ -20,6 +22,8 @@ class EventObjects:
         self._raw_key = s.sep + b'"raw"' + s.colon
         self._fields_key = (None if fields_key is None
                             else utf8_json(fields_key.encode("utf-8", "surrogateescape")))
+        self._file = b"" if file is None else (
+            s.sep + b'"file"' + s.colon + utf8_json(file.encode("utf-8", "surrogateescape")))
 
     def _nest(self, members: bytes) -> bytes:
         return members if self._fields_key is None else self.style.nest(self._fields_key,
@@ -28,18 +32,20 @@ class EventObjects:
     def event(self, name: str, data: bytes) -> bytes | None:
         """The event's object; None when ``name`` is no EventHeader tracepoint name.
         Raises ValueError for a malformed event (:meth:`raw` shows it)."""
-        s = self.style
         ev = self._decoder.decode(name, data, 0)
         if ev is None:
             return None
-        meta = ev.meta[len(s.sep):]
-        meta_obj = self._meta_key + (b"{" + s.first + meta + s.close_obj if meta
-                                     else s.empty_obj)
-        return self._head + ev.name_json + self._nest(ev.fields) + meta_obj + s.close_obj
+        return self._head + ev.name_json + self._nest(ev.fields) + self._meta(ev.meta)
 
     def raw(self, name: str, data: bytes) -> bytes:
         """A malformed event as its bytes (``"raw"``, as a tracepoint without a format)."""
-        s = self.style
         name_json = utf8_json(name.encode("utf-8", "surrogateescape"))
         return (self._head + name_json + self._nest(self._raw_key + hex_bytes(data))
-                + self._meta_key + s.empty_obj + s.close_obj)
+                + self._meta(b""))
+
+    def _meta(self, members: bytes) -> bytes:
+        """The meta object of ``members`` (each after a separator), and the event's end."""
+        s = self.style
+        members = (members + self._file)[len(s.sep):]
+        return self._meta_key + (b"{" + s.first + members + s.close_obj if members
+                                 else s.empty_obj) + s.close_obj

@@ -79,6 +79,8 @@ def complete(env: dict[str, str], typed: str) -> str:
     ("ehtool record MyProv", "ehtool record MyProvider_L5K1 "),
     ("ehtool decode --format=jsonl --meta +co", "ehtool decode --format=jsonl --meta +comm"),
     ("ehtool decode --meta none,+pi", "ehtool decode --meta none,+pid "),
+    ("ehtool decode --format=jsonl --meta +fi", "ehtool decode --format=jsonl --meta +file "),
+    ("ehtool decode --level war", "ehtool decode --level warning "),
     ("ehtool decode --format=jso", "ehtool decode --format=json"),
     ("ehtool decode --time=de", "ehtool decode --time=delta "),
     ("ehtool write --level w", "ehtool write --level warning "),
