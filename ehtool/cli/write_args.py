@@ -12,12 +12,20 @@ OPCODES = {**{m.name.lower(): int(m) for m in Opcode},
            "start": Opcode.ACTIVITY_START, "stop": Opcode.ACTIVITY_STOP}
 
 
+def _number(value: str) -> int:
+    """A decimal (leading zeros too: ``010`` is ten) or 0x hex number; ValueError."""
+    try:
+        return int(value, 0)
+    except ValueError:
+        return int(value, 10)
+
+
 def named_int(value: str, table: dict[str, int], what: str, lo: int, hi: int) -> int:
     """A number (decimal or 0x hex) or a name from ``table``; ValueError says why not."""
     number = table.get(value.lower())
     if number is None:
         try:
-            number = int(value, 0)
+            number = _number(value)
         except ValueError:
             raise ValueError(f"{value!r}: give a number or one of {', '.join(table)}") from None
     if not lo <= number <= hi:
@@ -28,7 +36,7 @@ def named_int(value: str, table: dict[str, int], what: str, lo: int, hi: int) ->
 def ranged_int(value: str, lo: int, hi: int) -> int:
     """A number (decimal or 0x hex) in ``lo..hi``; ValueError says why not."""
     try:
-        number = int(value, 0)
+        number = _number(value)
     except ValueError:
         raise ValueError(f"{value!r} is not a number (decimal or 0x hex)") from None
     if not lo <= number <= hi:

@@ -158,6 +158,7 @@ def test_decode_level_takes_the_names_write_takes(ehtool):
     by_name, by_number = ehtool("decode", "--level", "warning", EH), ehtool("decode", "--level",
                                                                           "3", EH)
     assert by_name.status == by_number.status == 0 and by_name.out == by_number.out
+    assert ehtool("decode", "--level", "03", EH).out == by_number.out  # (as IntRange took it)
 
 
 def test_an_option_given_as_what_the_format_does_is_accepted(ehtool):

@@ -441,9 +441,15 @@ def test_nonsample_records_do_not_move_where_relative_times_start():
         return [json.loads(line) for line in done.stdout.splitlines()]
 
     for window in (["--since", "7"], ["--until", "1"], ["--since", "1", "--until", "30"]):
-        samples = events(*window)
-        with_records = events("--nonsample", *window)
-        assert [e for e in with_records if not e["n"].startswith("perf:")] == samples, window
+        for order in ("time", "file"):
+            samples = events("--sort", order, *window)
+            with_records = events("--sort", order, "--nonsample", *window)
+            assert [e for e in with_records if not e["n"].startswith("perf:")] == samples, \
+                (window, order)
+            # records before the first sample are before any relative bound
+            if window[0] == "--since":
+                assert not any(e["n"].startswith("perf:") for e in with_records
+                               if e["meta"]["time"] < samples[0]["meta"]["time"])
     everything = events("--nonsample")
     first_sample = next(e for e in everything if not e["n"].startswith("perf:"))
     assert everything[0]["n"].startswith("perf:") and everything[0] != first_sample

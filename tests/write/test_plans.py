@@ -155,3 +155,25 @@ def test_batch_plans_do_not_accept_what_a_fresh_line_refuses(bad):
     after, status_after = run_batch([json.dumps(good), json.dumps(bad)])
     assert after[1:] == alone
     assert status_after == status_alone
+
+
+def test_only_a_misfit_value_takes_the_general_path(monkeypatch):
+    """The plan fell back on any Exception, so a bug in a packer showed only as
+    slowness: a value that does not fit goes the general way, anything else raises."""
+    taken: list = []
+
+    def general(self, values, activity_ext):
+        taken.append(values)
+        return b"general"
+
+    monkeypatch.setattr(EventPlan, "_general", general)
+    plan = compile_event(Event("Ev", [Field("n", "u32", 1)]))
+    assert plan.encode(("7",)) == b"general" and taken == [("7",)]  # a str: a misfit
+
+    class Broken:
+        def __index__(self):
+            raise RuntimeError("a bug, not a misfit")
+
+    with pytest.raises(RuntimeError, match="a bug"):
+        plan.encode((Broken(),))
+    assert taken == [("7",)]
