@@ -175,8 +175,9 @@ class Selection:
         self._native: Any = None  # the C loop of filter_batch, made by bind
 
     def _no_sample_meta(self) -> None:
-        """Refuse what needs perf sample meta (ValueError naming the option); an
-        expression then reads every name from the event (a field named pid too)."""
+        """Refuse what needs perf sample meta (ValueError naming the option). What is
+        left of an expression reads its names from the event (a bare pid is a field):
+        ``on_sample`` holds only for ``meta.X`` names, refused here."""
         why = ".dat events have no perf sample meta (time, cpu, pid, tid, comm)"
         given = [("--pid", self.pids), ("--tid", self.tids), ("--cpu", self.cpus),
                  ("--comm", self.comms), ("--since", self.since), ("--until", self.until)]
@@ -188,7 +189,6 @@ class Selection:
                 if name.startswith("meta.") and meta_name(name).split(".", 1)[0] \
                         in SAMPLE_NAMES:
                     raise ValueError(f"--filter: {name!r}: {why}")
-            self.expr.on_sample = False
 
     @property
     def active(self) -> bool:
