@@ -6,7 +6,7 @@ column             type                      value
 file               string                    the input it came from
 time               timestamp[ns, UTC]        when the file has clock data, else null
 session_time       int64                     ns of the session clock (perf's time)
-cpu, pid, tid      int32                     the sample's
+cpu, pid, tid      uint32                    the sample's (as decode shows them)
 comm               string                    thread name (COMM records), or null
 provider, event    string                    ``provider:event`` split (``system:name``
                                              for other tracepoints)
@@ -54,8 +54,8 @@ def schema(columns: list[str] | None = None) -> Any:
     pa = require("pyarrow")
     full = pa.schema([
         ("file", pa.string()), ("time", pa.timestamp("ns", tz="UTC")),
-        ("session_time", pa.int64()), ("cpu", pa.int32()), ("pid", pa.int32()),
-        ("tid", pa.int32()), ("comm", pa.string()), ("provider", pa.string()),
+        ("session_time", pa.int64()), ("cpu", pa.uint32()), ("pid", pa.uint32()),
+        ("tid", pa.uint32()), ("comm", pa.string()), ("provider", pa.string()),
         ("event", pa.string()), ("level", pa.uint8()), ("keyword", pa.uint64()),
         ("opcode", pa.uint8()), ("id", pa.uint16()), ("version", pa.uint8()),
         ("activity", pa.string()), ("related_activity", pa.string()),
@@ -112,13 +112,6 @@ def storable(value: Any, floats: bool = False) -> Any:
     if isinstance(value, (list, tuple)):
         return [storable(v, floats) for v in value]
     return value
-
-
-def _int32(value: int | None) -> int | None:
-    """pid/tid as perf stores them (u32; -1 for an exiting task) in an int32 column."""
-    if value is None:
-        return None
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
@@ -181,8 +174,8 @@ COLUMNS: dict[str, Any] = {
     "time": lambda path, ev: ev.utc_ns,
     "session_time": lambda path, ev: ev.time,
     "cpu": lambda path, ev: ev.meta.get("cpu"),
-    "pid": lambda path, ev: _int32(ev.meta.get("pid")),
-    "tid": lambda path, ev: _int32(ev.meta.get("tid")),
+    "pid": lambda path, ev: ev.meta.get("pid"),
+    "tid": lambda path, ev: ev.meta.get("tid"),
     "comm": lambda path, ev: ev.meta.get("comm"),
     "provider": lambda path, ev: ev.provider,
     "event": lambda path, ev: ev.event,

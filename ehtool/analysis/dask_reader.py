@@ -4,35 +4,40 @@ decoded where it runs."""
 from __future__ import annotations
 
 import glob as globbing
+import os
 from typing import Any
 
 from ehtool.analysis.arrow import record_batches, require, schema
 from ehtool.analysis.parallel import partitions
 
-#: a file-mode file with more data than this is read as several partitions, split
-#: where ``ehtool decode -j N`` splits it (at FINISHED_ROUND records)
+#: a file-mode file with more data than this is read as several partitions, cut at
+#: FINISHED_ROUND records (as ``ehtool decode -j N`` cuts a file)
 PARTITION_BYTES = 256 << 20
 
 
 def _expand(paths: str | list[str]) -> list[str]:
-    """Globs, paths and fsspec URLs (globs too: ``s3://bucket/traces/*.data``) -> paths."""
+    """Globs, paths and fsspec URLs (globs too: ``s3://bucket/traces/*.data``) -> paths;
+    a glob that matches nothing is a FileNotFoundError now, not at the computation (a
+    path without glob characters, or one that exists as written, is kept as it is)."""
     items = [paths] if isinstance(paths, str) else list(paths)
     out: list[str] = []
     for item in items:
-        if "://" in item:
-            out.extend(_expand_url(item))
-        else:
-            matched = sorted(globbing.glob(item))
-            out.extend(matched or [item])
+        if not globbing.has_magic(item):
+            out.append(item)
+            continue
+        matched = _expand_url(item) if "://" in item else sorted(globbing.glob(item))
+        if not matched and "://" not in item and os.path.exists(item):
+            matched = [item]  # (a name with brackets, say)
+        if not matched:
+            raise FileNotFoundError(f"no recordings match {item!r}")
+        out.extend(matched)
     return out
 
 
 def _expand_url(url: str) -> list[str]:
-    if not any(ch in url for ch in "*?["):
-        return [url]
     fsspec = require("fsspec")
     fs, _, found = fsspec.core.get_fs_token_paths(url)
-    return [fs.unstrip_protocol(p) for p in sorted(found)] or [url]
+    return [fs.unstrip_protocol(p) for p in sorted(found)]
 
 
 def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | None,
@@ -79,7 +84,7 @@ def read_perfdata(paths: str | list[str], columns: list[str] | None = None,
     ``s3://bucket/traces/*.data``, or a list of them) with the columns of ``ehtool
     decode --format parquet`` (or ``columns`` of them). One partition per file; a local
     file-mode file with more than ``partition_bytes`` of data is split into several,
-    at the points where ``ehtool decode -j N`` splits it, so that a partition's memory
+    at FINISHED_ROUND records (as ``ehtool decode -j N`` cuts it), so that a partition's memory
     stays about ``partition_bytes``' worth of rows. Partitions keep file order and,
     within a file, perf-decode's event order.
 

@@ -53,11 +53,14 @@ def test_counts_agree(recording, tmp_path):
     from ehtool.dask import read_perfdata
 
     assert len(read_perfdata(str(recording))) == len(events)
-    # a sample of values: names, cpus, pids and the first EventHeader fields
+    # names, cpus, pids and tids of every event (an exiting task's pid is 4294967295 in
+    # both: it was -1 in an int32 column), and a sample of the EventHeader fields
     rows = table.to_pylist()
-    for row, event in zip(rows[::7], events[::7], strict=True):
+    for row, event in zip(rows, events, strict=True):
         assert f"{row['provider']}:{row['event']}" == event["n"]
-        assert row["cpu"] == event["meta"]["cpu"] and row["tid"] == event["meta"]["tid"]
+        assert [row[k] for k in ("cpu", "pid", "tid")] == [event["meta"].get(k) for k in
+                                                          ("cpu", "pid", "tid")]
+    for row, event in zip(rows[::7], events[::7], strict=True):
         fields = json.loads(row["fields"])
         for key, value in event.items():
             if key in ("n", "meta") or key not in fields:
@@ -119,6 +122,21 @@ def test_dask_splits_big_files_and_reads_fsspec_globs(tmp_path):
     assert got["event"].tolist() == whole.column("event").to_pylist()
     assert by_file == {f"file://{REPO}/examples/eventheader.data": 3,
                        f"file://{REPO}/examples/sched.data": 35}
+
+
+def test_dask_globs_that_match_nothing_fail_at_once(tmp_path):
+    """A glob matching no recording is a FileNotFoundError when the frame is made, not
+    an InputError about a file named 'nosuch*.data' at the computation; a name with
+    glob characters that exists as written is read."""
+    pytest.importorskip("dask")
+    from ehtool.dask import read_perfdata
+
+    for pattern in (str(tmp_path / "nosuch*.data"), f"file://{tmp_path}/nosuch*.data"):
+        with pytest.raises(FileNotFoundError, match="no recordings match"):
+            read_perfdata([str(REPO / "examples" / "sched.data"), pattern])
+    odd = tmp_path / "run[1].data"
+    odd.write_bytes((REPO / "examples" / "sched.data").read_bytes())
+    assert len(read_perfdata(str(odd))) == 35
 
 
 def test_the_command_line_does_not_import_the_analysis_libraries():
