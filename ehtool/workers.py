@@ -8,9 +8,10 @@ inside its own ``try``, so whatever a signal raises there is its to report. A pi
 tells the parent when a worker is gone: its read end reaches EOF when the worker exits,
 however it exits.
 
-A worker forked with ``told=True`` also has a pipe its owner tells it things on, a byte
-at a time (:func:`tell`, :func:`heard`; EOF there: the owner is gone), and may send its
-owner messages on the first pipe (:func:`say`, :func:`hear`).
+A worker may say once, with :func:`idle`, that it has nothing left to compute (a byte on
+the same pipe): its owner can then give its core to another. A worker forked with
+``holds=True`` may also keep its result until its owner lets it go: :func:`hold` waits
+for the owner's :func:`let_go` (a byte on a second pipe) or its exit (EOF there).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import contextlib
 import os
 import select
 import signal
-import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -33,14 +33,14 @@ HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _before: list[tuple[set[int], dict[int, Any]]] = []
 #: the owner of the workers reaps them while another thread may kill them (Source.stop)
 _reaping = threading.Lock()
-#: in the owner: the write ends of the told workers' pipes (a worker forked later
+#: in the owner: the write ends of the holding workers' go pipes (a worker forked later
 #: closes them, so that each one's read end reaches EOF when the owner is gone)
 _go_ends: set[int] = set()
-#: in a worker: the write end of its ``ended`` pipe, and the read end of its told pipe
+#: in a worker: the write end of its ``ended`` pipe, and the read end of its go pipe
 _alive = -1
 _go = -1
-#: the length before each message a worker says
-_LENGTH = struct.Struct("<I")
+#: in a worker: what its owner said (True: let go, False: gone), once it said it
+_answer: bool | None = None
 
 
 def report_file() -> BinaryIO:
@@ -63,12 +63,19 @@ class Worker:
     pid: int
     ended: int
     status: int | None = None
-    #: the write end of the pipe it is told things on (``told=True``), else -1
+    #: the write end of its go pipe (a worker forked with ``holds=True``), else -1
     go: int = -1
+    #: it said it has nothing left to compute (:func:`idle`)
+    idle: bool = False
 
     @property
     def running(self) -> bool:
         return self.status is None
+
+    @property
+    def busy(self) -> bool:
+        """Running and not idle: it needs a core."""
+        return self.status is None and not self.idle
 
 
 @contextlib.contextmanager
@@ -118,14 +125,14 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def fork(run: Callable[[], object], *, told: bool = False) -> Worker:
+def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:
     """Fork a worker that runs ``run()`` and exits with status 0 (``run`` reports its
     own results and errors; it should call :func:`release`). Call it inside
-    :func:`held_signals`, and record the worker before the block ends. With ``told``,
-    its owner can :func:`tell` it things."""
-    global _alive, _go
+    :func:`held_signals`, and record the worker before the block ends. With ``holds``,
+    the worker may :func:`hold` its result until :func:`let_go`."""
+    global _alive, _go, _answer
     ended, alive = os.pipe()
-    go_read, go_write = os.pipe() if told else (-1, -1)
+    go_read, go_write = os.pipe() if holds else (-1, -1)
     pid = os.fork()
     if pid == 0:  # never returns
         try:
@@ -134,66 +141,55 @@ def fork(run: Callable[[], object], *, told: bool = False) -> Worker:
                 if fd >= 0:
                     os.close(fd)
             _go_ends.clear()
-            _alive, _go = alive, go_read
+            _alive, _go, _answer = alive, go_read, None
             if go_read >= 0:
-                os.set_blocking(go_read, False)  # (heard(wait=False) must not wait)
+                os.set_blocking(go_read, False)  # (released() must not wait)
             run()
         finally:
             os._exit(0)
     os.close(alive)
-    if told:
+    if holds:
         os.close(go_read)
         _go_ends.add(go_write)
     return Worker(pid, ended, go=go_write)
 
 
-def tell(w: Worker, message: bytes) -> None:
-    """Tell a worker forked with ``told=True`` one byte (nothing if it is gone)."""
-    if w.go >= 0:
-        with contextlib.suppress(BrokenPipeError):
-            os.write(w.go, message)
+def idle() -> None:
+    """In a worker: tell the owner it has nothing left to compute (call it once)."""
+    os.write(_alive, b"i")
 
 
-def heard(wait: bool = True) -> bytes | None:
-    """In a worker forked with ``told=True``: the next byte its owner told it; ``b""``
-    once the owner is gone; None when it said nothing yet and ``wait`` is False."""
-    while True:
-        try:
-            return os.read(_go, 1)
-        except BlockingIOError:
-            if not wait:
-                return None
+def hold() -> bool:
+    """In a worker forked with ``holds=True``: wait until it is let go (True) or the
+    owner is gone (False)."""
+    state = released()
+    if state is None:
         poll = select.poll()
         poll.register(_go, select.POLLIN)
-        poll.poll()
+        while state is None:
+            poll.poll()
+            state = released()
+    return state
 
 
-def say(message: bytes) -> None:
-    """In a worker: send its owner a message (:func:`hear` reads it)."""
-    view = memoryview(_LENGTH.pack(len(message)) + message)
-    while view:
-        view = view[os.write(_alive, view):]
-
-
-def hear(w: Worker) -> bytes | None:
-    """The next message ``w`` said (waiting for it); None when ``w`` ended first (it is
-    reaped)."""
-    head = _read_exactly(w.ended, _LENGTH.size)
-    body = _read_exactly(w.ended, _LENGTH.unpack(head)[0]) if head is not None else None
-    if body is None:
-        _reap(w)
-    return body
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    chunks: list[bytes] = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
+def released() -> bool | None:
+    """In a worker forked with ``holds=True``: True once let go, False if the owner is
+    gone, None while it has said neither (it does not wait)."""
+    global _answer
+    if _answer is None:
+        try:
+            _answer = os.read(_go, 1) == b"g"
+        except BlockingIOError:
             return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
+    return _answer
+
+
+def let_go(w: Worker) -> None:
+    """End a holding worker's wait (or tell it in advance: it need not hold at all)."""
+    if w.go >= 0:
+        with contextlib.suppress(BrokenPipeError):
+            os.write(w.go, b"g")
+        _close_go(w)
 
 
 def _close_go(w: Worker) -> None:
@@ -204,8 +200,8 @@ def _close_go(w: Worker) -> None:
 
 
 def wait_any(workers: Iterable[Worker]) -> None:
-    """Sleep until a running worker of ``workers`` ends; reap those that ended (what
-    they said and nobody heard is dropped)."""
+    """Sleep until a running worker of ``workers`` ends, or a busy one becomes idle
+    (with none busy: until one ends); reap those that ended."""
     waiting = {w.ended: w for w in workers if w.running}
     if not waiting:
         return
@@ -213,8 +209,11 @@ def wait_any(workers: Iterable[Worker]) -> None:
     for fd in waiting:
         poll.register(fd, select.POLLIN)
     for fd, _ in poll.poll():
-        if not os.read(fd, 1 << 16):
-            _reap(waiting[fd])
+        w = waiting[fd]
+        if os.read(fd, 1):
+            w.idle = True
+        else:
+            _reap(w)
 
 
 def stop(workers: Iterable[Worker]) -> None:

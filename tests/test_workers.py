@@ -58,40 +58,55 @@ def test_stop_kills_and_reaps_the_running():
         os.waitpid(slow.pid, os.WNOHANG)
 
 
-def test_a_told_worker_hears_its_owner_in_order_and_says_messages_back():
-    """Bytes told arrive one at a time, in order; heard(wait=False) does not wait; what
-    the worker says comes back whole, however long; then hear() sees it gone."""
+def test_a_holding_worker_says_it_is_idle_and_waits_to_be_let_go():
+    r, w = os.pipe()
+
+    def run() -> None:
+        workers.idle()
+        os.write(w, b"released" if workers.hold() else b"gone")
+
+    worker = workers.fork(run, holds=True)
+    os.close(w)
+    workers.wait_any([worker])
+    assert worker.running and worker.idle and not worker.busy
+    time.sleep(0.2)
+    assert worker.running  # it holds until let go
+    workers.let_go(worker)
+    while worker.running:
+        workers.wait_any([worker])
+    assert os.read(r, 100) == b"released"
+    os.close(r)
+
+
+def test_let_go_in_advance_means_no_wait():
+    r, w = os.pipe()
     ready_r, ready_w = os.pipe()
 
     def run() -> None:
-        early = workers.heard(wait=False)  # (nothing told yet)
-        os.write(ready_w, b"x")
-        got = b"".join(workers.heard() for _ in range(3))
-        workers.say(repr((early, got)).encode())
-        workers.say(b"y" * 200_000)  # (more than a pipe holds)
+        os.read(ready_r, 1)  # (after the owner let it go)
+        os.write(w, repr((workers.released(), workers.hold())).encode())
 
-    worker = workers.fork(run, told=True)
-    os.read(ready_r, 1)
-    for byte in (b"g", b"f", b"d"):
-        workers.tell(worker, byte)
-    assert workers.hear(worker) == b"(None, b'gfd')"
-    assert workers.hear(worker) == b"y" * 200_000
-    assert workers.hear(worker) is None and not worker.running
-    assert os.WIFEXITED(worker.status)
-    os.close(ready_r)
-    os.close(ready_w)
+    worker = workers.fork(run, holds=True)
+    workers.let_go(worker)
+    os.write(ready_w, b"x")
+    os.close(w)
+    while worker.running:
+        workers.wait_any([worker])
+    assert os.read(r, 100) == b"(True, True)"
+    for fd in (r, ready_r, ready_w):
+        os.close(fd)
 
 
-def test_a_told_worker_hears_when_its_owner_is_gone(tmp_path):
-    """The owner exits (or is killed) without telling a worker anything: the worker's
-    wait ends (EOF: b""), even though a later worker of the same owner lives on."""
+def test_a_holding_worker_ends_when_its_owner_is_gone(tmp_path):
+    """The owner exits (or is killed) without letting a worker go: the worker's wait
+    ends (EOF on its go pipe), even though a later worker of the same owner lives on."""
     import subprocess
     import sys
 
     code = ("import os, time\n"
             "from ehtool import workers\n"
-            "a = workers.fork(workers.heard, told=True)\n"
-            "b = workers.fork(lambda: time.sleep(30), told=True)\n"
+            "a = workers.fork(workers.hold, holds=True)\n"
+            "b = workers.fork(lambda: time.sleep(30), holds=True)\n"
             "print(a.pid, b.pid, flush=True)\n"
             "os._exit(0)\n")
     pids = tmp_path / "pids"

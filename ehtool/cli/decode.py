@@ -111,9 +111,9 @@ _META_HELP = (
 @click.option("--strict-filter", is_flag=True,
               help="A --filter name that no event of the input has is an error (exit 2).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
-              help="Decode with N processes (default: the CPUs available to ehtool): the "
-                   "inputs, big files cut at FINISHED_ROUND points, are parts the N decode "
-                   "in turn; the output is the same bytes as with -j 1.")
+              help="Decode with N processes (default: the CPUs available to ehtool): a big "
+                   "file is split at FINISHED_ROUND points, several files are decoded side "
+                   "by side; the output is the same bytes as with -j 1.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No warnings and no progress bar on stderr, only errors. (The progress "
                    "bar appears only when stderr is a terminal and decoding takes over a "

@@ -18,8 +18,8 @@ import click
               default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
               help="Decode with N processes (default: the CPUs available to ehtool): files "
-                   "side by side, a big file in parts cut at FINISHED_ROUND points; the "
-                   "rows and their order are those of -j 1.")
+                   "side by side, a big file in parts split as 'ehtool decode -j N' splits "
+                   "it; the rows and their order are those of -j 1.")
 def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int | None) -> None:
     """Run SQL over a view 'events' of the recordings FILE... (one row per event, the
     columns of 'ehtool decode --format parquet': file, time, session_time, cpu, pid,

@@ -1,56 +1,23 @@
-"""A perf.data input opened for decoding, and its formatted events a list at a time:
-filters first, then the kept samples formatted together (the C loop's fast path)."""
+"""The formatted events of an open perf.data file, a list at a time: filters first,
+then the kept samples formatted together (the C loop's fast path)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from ehtool.decode.options import DecodeOptions
-from ehtool.errors import InputError, input_name
-from ehtool.render.meta_keys import FILE_KEY
 
 if TYPE_CHECKING:
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
 
 
-@contextlib.contextmanager
-def open_perf(path: str, options: DecodeOptions, *, announce: bool = True,
-              ) -> Iterator[tuple[PerfDataFile, SampleFormatter, list[InputError]]]:
-    """``path`` open, bound to the selection, with its formatter, and the list its
-    recoverable problems go to (an unknown sample id...: reported after the last
-    record). ``announce``: warn when formats come from the running kernel."""
-    from ehtool.perfdata import PerfDataFile
-    from ehtool.render.events import SampleFormatter
+class Spliced(NamedTuple):
+    """Events another process formatted and framed into ``file`` (at its start)."""
 
-    problems: list[InputError] = []
-    with PerfDataFile.open(path, on_error=problems.append) as f:
-        if options.formats_from_host and f.missing_formats():
-            from ehtool.decode.host_formats import attach_host_formats
-
-            names = attach_host_formats(f)
-            if names and announce and options.warn is not None:
-                options.warn(f"{path}: formats of {', '.join(names)} taken from the running "
-                             "kernel (--formats-from-host): right only on the machine and "
-                             "boot that recorded the file")
-        if options.selection is not None:
-            options.selection.bind(f)
-        fmt = SampleFormatter(
-            options.style,
-            big_endian=f.big_endian,
-            long_size=f.long_size,
-            time_json=f.session.time_json,
-            clock=f.session.clock,
-            comm_of=f.session.comm,
-            meta=options.meta,
-            warn=options.warn,
-            file=input_name(path) if FILE_KEY in options.meta else None,
-            time_mode=options.time,
-            fields_key=options.fields_key,
-        )
-        yield f, fmt, problems
+    file: BinaryIO
+    count: int
 
 
 class Joined(NamedTuple):
@@ -60,8 +27,8 @@ class Joined(NamedTuple):
     count: int
 
 
-#: what the pipeline writes
-Batch = list[bytes] | Joined
+#: what the pipeline writes: formatted events, or another process's framed ones
+Batch = list[bytes] | Spliced | Joined
 
 
 def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
@@ -92,8 +59,8 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
         if not options.nonsample:
             if sep is None:
                 yield format_many(kept)
-            else:  # (an empty batch too: a worker of -j N listens for its turn between)
-                yield Joined(fmt.format_joined(kept, sep), len(kept)) if kept else []
+            elif kept:
+                yield Joined(fmt.format_joined(kept, sep), len(kept))
             continue
         out: list[bytes] = []
         run: list = []

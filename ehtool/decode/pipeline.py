@@ -14,14 +14,15 @@ document is always closed, so the output stays valid JSON.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from ehtool.decode.formatting import Batch, Joined, format_batches, open_perf
+from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
-from ehtool.decode.parallel import parts_of, relay
-from ehtool.errors import EhtoolError, combined, input_name
+from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
+from ehtool.errors import EhtoolError, InputError, combined, input_name
 from ehtool.render.meta_keys import FILE_KEY
 from ehtool.render.times import no_clock_warning
 
@@ -52,14 +53,18 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     threshold = gc.get_threshold()
     gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
     try:
-        if _relayed(inputs, options, out):
+        if _side_by_side(inputs, options, out):
             _preload(options)
-            writer.out.flush()  # (the workers are forked with this process's buffer)
-            results = relay(inputs, options, writer)
+            one = dataclasses.replace(options, jobs=1)  # what this process decodes itself
+            results = concurrent_files(inputs, options, writer, _one_process_batches)
             with contextlib.closing(results):  # (an error or signal: its workers are stopped)
-                for _path, error in results:
-                    if error is not None:
-                        errors.append(error)
+                for path, report in results:
+                    if report is None:
+                        _write_input(path, one, progress, writer, errors)
+                        continue
+                    _replay(report, options)
+                    if report.fatal:
+                        errors.append(InputError(report.fatal))
                     progress.input_done()
             return errors
         for path in inputs:
@@ -70,18 +75,32 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     return errors
 
 
-def _relayed(inputs: list[str], options: DecodeOptions, out: BinaryIO) -> bool:
-    """True to decode with worker processes (-j > 1, several perf.data files or one cut
-    into parts; not stdin, not with filters that need the records before, and only into
-    an output with a file descriptor, which the workers write to)."""
+def _side_by_side(inputs: list[str], options: DecodeOptions, out: BinaryIO) -> bool:
+    """True to decode the inputs in worker processes, one each (several perf.data files
+    and -j > 1; not stdin, not with filters that need the records before, and only
+    into an output with a file descriptor, which the workers write to)."""
     selection = options.selection
     try:
         out.fileno()
     except (OSError, AttributeError, ValueError):  # io.BytesIO and the like
         return False
-    return (options.jobs > 1 and "-" not in inputs and options.input_format == "perf"
-            and (selection is None or selection.parallel_safe)
-            and (len(inputs) > 1 or parts_of(inputs[0], options) > 1))
+    return (options.jobs > 1 and len(inputs) > 1 and "-" not in inputs
+            and options.input_format == "perf"
+            and (selection is None or selection.parallel_safe))
+
+
+def _one_process_batches(path: str, options: DecodeOptions,
+                         writer: EventsWriter) -> Iterator[Batch]:
+    return _perf_batches(path, options, _Progress(None, []), writer)
+
+
+def _replay(report: WorkerReport, options: DecodeOptions) -> None:
+    """A file worker's warnings and the filter names it found."""
+    if options.selection is not None:
+        options.selection.absorb(report.selection)
+    if options.warn is not None:
+        for message in report.warnings:
+            options.warn(message)
 
 
 class _Progress:
@@ -114,6 +133,9 @@ def _write_input(path: str, options: DecodeOptions, progress: _Progress,
         for batch in _batches(path, options, progress, writer):
             if type(batch) is Joined:
                 writer.joined(batch.data, batch.count)
+            elif type(batch) is Spliced:  # a worker's part, framed
+                writer.splice(batch.file, batch.count)
+                continue
             else:
                 writer.events(batch)
             progress.batch_done()
@@ -165,9 +187,42 @@ def _batches(path: str, options: DecodeOptions, progress: _Progress,
 
 def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
                   writer: EventsWriter) -> Iterator[Batch]:
-    with open_perf(path, options) as (f, fmt, problems):
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.render.events import SampleFormatter
+
+    # recoverable problems (an unknown sample id...) are collected here and reported
+    # after the last record; a fatal one (a corrupt record) ends the walk and is raised
+    problems: list[InputError] = []
+    with PerfDataFile.open(path, on_error=problems.append) as f:
         progress.reading = f
-        yield from format_batches(f, fmt, options, writer.separator)
+        if options.formats_from_host and f.missing_formats():
+            from ehtool.decode.host_formats import attach_host_formats
+
+            names = attach_host_formats(f)
+            if names and options.warn is not None:
+                options.warn(f"{path}: formats of {', '.join(names)} taken from the running "
+                             "kernel (--formats-from-host): right only on the machine and "
+                             "boot that recorded the file")
+        if options.selection is not None:
+            options.selection.bind(f)
+        fmt = SampleFormatter(
+            options.style,
+            big_endian=f.big_endian,
+            long_size=f.long_size,
+            time_json=f.session.time_json,
+            clock=f.session.clock,
+            comm_of=f.session.comm,
+            meta=options.meta,
+            warn=options.warn,
+            file=input_name(path) if FILE_KEY in options.meta else None,
+            time_mode=options.time,
+            fields_key=options.fields_key,
+        )
+        parts = parts_for(f, options)
+        if parts > 1:
+            yield from split_batches(f, fmt, options, writer, problems, parts)
+        else:
+            yield from format_batches(f, fmt, options, writer.separator)
         if options.time == "iso" and not f.session.clock.utc_known and options.warn:
             options.warn(no_clock_warning(path))
         if problems:

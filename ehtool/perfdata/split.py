@@ -124,20 +124,6 @@ class Split:
         start, end = self._data_start, self._data_end
         self._stop_middle = start + (end - start) // 2 if target is None else target
 
-    def seek_part(self, start: int, end: int, target: int) -> int | None:
-        """Where the part that begins at :meth:`split_point` of ``target`` begins, found
-        from ``start`` (the start of the data, or where a part before it ended: at a
-        split point or at ``end``, the end of the data), applying the metadata records
-        on the way; None when no split follows. The next iteration reads from there
-        to ``end``."""
-        self._data_start, self._data_end, self._stop_middle = start, end, None
-        if start >= target:  # the part before ended at a split point past the target:
-            return start  # it is this one's too (none between), or at the end
-        split = self.split_point(target)
-        if split is not None:
-            self._data_start = split
-        return split
-
     def split_targets(self, parts: int) -> list[int]:
         """Where ``parts`` equal parts of the data would start (after the first): the
         targets of :meth:`split_point` for ``parts`` processes."""

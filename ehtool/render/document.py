@@ -50,15 +50,11 @@ class EventsWriter(Protocol):
         of the array :meth:`begin_file` opened), into ``out``."""
         ...
 
-    def leads(self) -> tuple[bytes, bytes]:
-        """What a continuation's output starts with when it has events: as followers,
-        and as the first of the array (the bytes to put instead, when no event came
-        before them after all)."""
-        ...
+    def splice(self, src: BinaryIO, count: int) -> None: ...
 
     def written(self, count: int) -> None:
-        """Count ``count`` events another process wrote to the output (framed by a
-        :meth:`continuation`)."""
+        """Count ``count`` events another process wrote to the output, framed by a
+        ``continuation(first=True)``."""
         ...
 
     def end_file(self) -> None: ...
@@ -116,15 +112,23 @@ class DocumentWriter:
 
     def continuation(self, out: BinaryIO, *, first: bool = False) -> DocumentWriter:
         """A writer that frames events for ``out`` as if they followed this one's, or
-        (``first``) began the array :meth:`begin_file` opened; no document header.
-        Another process writes a part of an input this way to the same output, and
-        this writer counts them (:meth:`written`)."""
+        (``first``) began the array :meth:`begin_file` opened; no document header. A
+        second process formats its half into a file that :meth:`splice` then copies,
+        or a whole input that it writes to the same output (:meth:`written`)."""
         other = object.__new__(DocumentWriter)
         other.__dict__.update(self.__dict__, out=out, _events=0 if first else 1, _open=False)
         return other
 
-    def leads(self) -> tuple[bytes, bytes]:
-        return self._next, self._first
+    def splice(self, src: BinaryIO, count: int) -> None:
+        """Copy ``count`` events framed by a :meth:`continuation` from ``src``."""
+        if not count:
+            return
+        if not self._events:  # they were framed as followers: the first lead differs
+            lead = src.read(len(self._next))
+            assert lead == self._next, lead
+            self.out.write(self._first)
+        copy_rest(src, self.out)
+        self._events += count
 
     def written(self, count: int) -> None:
         self._events += count
@@ -170,8 +174,8 @@ class JsonLinesWriter:
     def continuation(self, out: BinaryIO, *, first: bool = False) -> JsonLinesWriter:
         return JsonLinesWriter(out)
 
-    def leads(self) -> tuple[bytes, bytes]:
-        return b"", b""
+    def splice(self, src: BinaryIO, count: int) -> None:
+        copy_rest(src, self.out)
 
     def written(self, count: int) -> None:
         pass

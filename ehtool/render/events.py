@@ -264,9 +264,9 @@ class SampleFormatter:
             if "common" in self.meta else None
         )
         k_n = self._k_n
+        warn = self.warn
 
         def fallback(sample: Any, exc: ValueError) -> bytes:
-            warn = self.warn  # (not kept: a worker of -j N changes it from part to part)
             if warn is not None:
                 warn(f"{getattr(sample, 'offset', '?')}: {tracepoint}: {exc}; "
                      "shown as a plain tracepoint")

@@ -291,7 +291,7 @@ def test_signal_reaching_the_worker_ends_decode_cleanly(tmp_path, big_input, tar
                              str(out), str(big_input)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_default_signals, start_new_session=True)
-    _wait_for_temp_file(tmp_path, proc, 1 << 20)  # (the workers write the events)
+    _wait_for_temp_file(tmp_path, proc, 1)
     workers = [pid for pid in _processes_running(str(out)) if pid != proc.pid]
     assert workers, "no decoding worker"
     if target == "worker":

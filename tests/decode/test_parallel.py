@@ -30,12 +30,9 @@ def big(tmp_path_factory) -> str:
 
 
 def run(path: str, **kw) -> bytes:
-    """The output of ``path`` decoded into a real file (the workers write to its
-    descriptor; into an io.BytesIO, which has none, one process decodes)."""
-    with tempfile.TemporaryFile() as out:
-        assert decode_to(out, [path], DecodeOptions(**kw)) == []
-        out.seek(0)
-        return out.read()
+    out = io.BytesIO()
+    assert decode_to(out, [path], DecodeOptions(**kw)) == []
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("order", ["time", "file"])
@@ -99,12 +96,6 @@ def test_same_bytes_when_the_first_half_is_empty(big, keep):
 
 
 def test_same_bytes_for_several_inputs(big):
-    assert _run_files([big, big], 2) == _run_files([big, big], 1)
-
-
-def test_an_output_without_a_descriptor_is_written_by_one_process(big, monkeypatch):
-    """(io.BytesIO) the library's callers get the same bytes, from this process."""
-    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     out1, out2 = io.BytesIO(), io.BytesIO()
     assert decode_to(out1, [big, big], DecodeOptions(jobs=1)) == []
     assert decode_to(out2, [big, big], DecodeOptions(jobs=2)) == []
@@ -134,7 +125,9 @@ def test_no_round_boundary_in_the_second_half(tmp_path):
 
 
 def _run_all(path: str, jobs: int) -> tuple[bytes, list[str], list[str]]:
-    return _run_files([path], jobs)
+    out, warnings = io.BytesIO(), []
+    errors = decode_to(out, [path], DecodeOptions(jobs=jobs, warn=warnings.append))
+    return out.getvalue(), warnings, [str(e) for e in errors]
 
 
 def _sample_offsets(path: str) -> list[int]:
@@ -235,14 +228,13 @@ def test_field_filters_decode_on_two_processes(big):
 
 @pytest.mark.parametrize("jobs", range(1, 9))
 def test_same_bytes_with_n_processes(big, jobs, monkeypatch):
-    """-j 1 .. -j 8 on this 2-core machine: the file cut into 12 parts, dealt to the
-    workers in turn."""
-    from ehtool.decode.parallel import parts_of
+    """-j 1 .. -j 8 on this 2-core machine: the file cut into up to 8 parts."""
+    from ehtool.decode.parallel import parts_for
 
-    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", os.path.getsize(big) // 12)
-    assert parts_of(big, DecodeOptions(jobs=jobs)) == 12
+    monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 20)
     with PerfDataFile.open(big) as f:
-        points = [f.split_point(t) for t in f.split_targets(12)]
+        assert parts_for(f, DecodeOptions(jobs=jobs)) == jobs
+        points = [f.split_point(t) for t in f.split_targets(jobs)]
     assert points == sorted(set(points)) and None not in points  # distinct cuts
     one = run(big, jobs=1)
     assert run(big, jobs=jobs) == one
@@ -347,46 +339,46 @@ def test_workers_per_input_import_nothing_after_the_preload():
     assert done.stdout.strip() == "[]"
 
 
-def test_a_worker_holds_at_most_two_parts_in_memory_it_reuses(big, monkeypatch):
-    """Into a pipe read slowly, parts wait for their turn: each worker keeps at most two
-    of them, in two arenas it maps once, whatever the number of parts."""
-    import ehtool.decode.parallel as parallel
+def test_the_calling_process_decodes_an_input_when_its_turn_comes(monkeypatch):
+    """Side by side, the calling process is one of the N: it decodes the first input
+    itself, and the next one whenever every input before it is written and no worker
+    took it; while it waits for a worker to write its input, the N take the next ones."""
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / name) for name in
+             ("sched.data", "eventheader.data", "sched.data", "eventheader.data")]
+    forks = []
+    real_fork = os.fork
 
-    monkeypatch.setattr(parallel, "PART_MIN_BYTES", os.path.getsize(big) // 10)
-    report_r, report_w = os.pipe()  # (each worker says here how many arenas it mapped)
-    real = parallel._Worker.drain
+    def fork() -> int:
+        forks.append(1)
+        return real_fork()
 
-    def drain(self):
-        real(self)
-        os.write(report_w, bytes([len(self.arenas)]))
-
-    monkeypatch.setattr(parallel._Worker, "drain", drain)
-    one = _run_files([big, big], 1)
-    assert _run_files([big, big], 3, via="pipe") == one
-    os.close(report_w)
-    with open(report_r, "rb") as f:
-        arenas = list(f.read())
-    assert len(arenas) == 3 and max(arenas) == 2, arenas  # (20 parts: each held some)
+    monkeypatch.setattr(os, "fork", fork)
+    outs = [_run_files(paths, jobs) for jobs in (1, 2, 3)]
+    assert outs[1] == outs[0] and outs[2] == outs[0]
+    assert 2 <= len(forks) <= 3 + 3  # each run: never the first of the 4 inputs
 
 
-def test_workers_spill_what_their_memory_cannot_hold(big, monkeypatch):
-    """Into a pipe, a worker keeps a waiting part in memory up to HELD_BYTES, the rest
-    in a temporary file; both are written out in order when the part's turn comes."""
-    import ehtool.decode.parallel as parallel
+def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monkeypatch):
+    """Into a pipe, a worker keeps its events in memory up to its share of HELD_BYTES,
+    the rest in a temporary file; both are written out in order when its turn comes."""
+    import ehtool.decode.handover as handover
 
     repo = Path(__file__).resolve().parents[2]
     paths = [str(repo / "examples" / "sched.data"), big, big, str(repo / "examples" / "sched.data")]
     one = _run_files(paths, 1)
-    real = parallel._Held.write
+    real = handover.HeldOutput.write
     report_r, report_w = os.pipe()  # (a worker says here that it spilled)
 
     def write(self, data):
-        if self.spill is not None:
+        if self._spill is not None:
             os.write(report_w, b"s")
         return real(self, data)
 
-    monkeypatch.setattr(parallel, "HELD_BYTES", 64 << 10)
-    monkeypatch.setattr(parallel._Held, "write", write)
+    monkeypatch.setattr(handover, "HELD_MAX", 1 << 20)
+    monkeypatch.setattr(handover, "HELD_MIN", 64 << 10)
+    monkeypatch.setattr(handover, "HELD_BYTES", 1 << 20)
+    monkeypatch.setattr(handover.HeldOutput, "write", write)
     for jobs in (2, 3):
         assert _run_files(paths, jobs, via="pipe") == one
         assert _run_files(paths, jobs, via="pipe", jsonl=True) == _run_files(paths, 1, jsonl=True)
@@ -492,7 +484,6 @@ def test_a_worker_that_cannot_hold_its_events_is_an_output_error(big, tmp_path, 
     def no_room(*args, **kw):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("ehtool.decode.parallel.HELD_BYTES", 64 << 10)
     monkeypatch.setattr(tempfile_module, "TemporaryFile", no_room)
     with (open(tmp_path / "out.json", "wb") as out,
           pytest.raises(OutputError, match="No space left on device .a worker's part")):
