@@ -1,7 +1,11 @@
-"""Decode 1,000,000 events to Parquet and run a group-by with ehtool query, beside the JSON
-decode of the same file: wall time and peak RSS of each.
+"""Parquet and a query group-by beside the JSON decode of the same recording: wall, memory.
 
     python3 bench/bench_analysis.py [--events N] [--keep DIR]
+
+Decodes --events events (default 1,000,000) to JSON Lines and to Parquet, and runs a
+group-by with ``ehtool query``, each with -j 1 and with every CPU. Memory is shown two
+ways: the peak RSS of the largest process, and the peak of the PSS summed over the
+command and its workers (sampled every 20 ms; shared library pages counted once).
 """
 
 from __future__ import annotations
@@ -17,16 +21,53 @@ REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
 
 
-def run(argv: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS MB) of a command, measured by a fresh child."""
-    code = ("import resource, subprocess, sys, time\n"
-            "t = time.perf_counter()\n"
-            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
-            "print(time.perf_counter() - t, "
-            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                         check=True, cwd=REPO).stdout.split()
-    return float(out[0]), int(out[1]) // 1024
+_MEASURE = """
+import os, resource, subprocess, sys, time
+
+def tree(root):
+    kids = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(pid))
+    todo, found = [root], []
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += kids.get(pid, [])
+    return found
+
+def pss(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+t = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+peak = 0
+while proc.poll() is None:
+    peak = max(peak, pss(tree(proc.pid)))
+    time.sleep(0.02)
+wall = time.perf_counter() - t
+assert proc.returncode == 0, proc.returncode
+print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, peak)
+"""
+
+
+def run(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS MB of the largest process, peak PSS MB of them all) of a
+    command, measured by a fresh child."""
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *argv], capture_output=True,
+                         text=True, check=True, cwd=REPO).stdout.split()
+    return float(out[0]), int(out[1]) // 1024, int(out[2]) // 1024
 
 
 def main() -> None:
@@ -56,9 +97,9 @@ def main() -> None:
         *((f"query group-by -j {j}", [*ehtool, "query", "-j", j, "--format", "csv", sql,
                                       str(data)]) for j in ("1", jobs)),
     ):
-        wall, rss = run(argv)
+        wall, rss, pss = run(argv)
         print(f"{label:26} {wall:7.2f} s  {args.events / wall:10,.0f} events/s  "
-              f"peak RSS {rss} MB")
+              f"peak RSS {rss:4} MB (largest process)  {pss:4} MB PSS (all of them)")
 
 
 if __name__ == "__main__":
