@@ -124,6 +124,17 @@ class FastEntry(NamedTuple):
 FastCache = dict[str, dict[bytes, "FastEntry | int | list[FastEntry]"]]
 
 
+def decoder_for(style: JsonStyle) -> EventHeaderDecoder:
+    """The process's decoder for ``style``, shared by every input it decodes: its plans
+    and caches depend only on the tracepoint name and the event's bytes (checked on
+    every hit), so the inputs after the first, and the workers forked after it, start
+    warm."""
+    decoder = _DECODERS.get(style)
+    if decoder is None:
+        decoder = _DECODERS[style] = EventHeaderDecoder(style)
+    return decoder
+
+
 class EventHeaderDecoder:
     """Decodes EventHeader events into JSON pieces in one :class:`JsonStyle`."""
 
@@ -324,3 +335,7 @@ class EventHeaderDecoder:
         if related is not None:
             extra += self._meta_keys["relatedActivity"] + v.uuid_json(related)
         return base + extra
+
+
+#: see decoder_for
+_DECODERS: dict[JsonStyle, EventHeaderDecoder] = {}

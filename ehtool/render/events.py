@@ -253,9 +253,9 @@ class SampleFormatter:
 
         tracepoint = fmt.name
         if self._eh is None:
-            from ehtool.render.eventheader import EventHeaderDecoder
+            from ehtool.render.eventheader import decoder_for
 
-            self._eh = EventHeaderDecoder(self.style)
+            self._eh = decoder_for(self.style)
         from ehtool.render.eventheader import DecodedEvent
 
         decode = self._eh.decode_parts  # tuple: no DecodedEvent per sample

@@ -1,0 +1,60 @@
+"""The EventHeader decoder (its plans and caches) is the process's, shared by every input
+it decodes: later inputs start warm, and an input whose metadata differs under the same
+tracepoint names and headers still decodes as it does alone."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from ehtool.decode.pipeline import DecodeOptions, decode_to
+from ehtool.render import eventheader
+from golden import golden_path
+
+
+def _decode(paths: list[str]) -> bytes:
+    out = io.BytesIO()
+    assert decode_to(out, paths, DecodeOptions(jobs=1)) == []
+    return out.getvalue()
+
+
+def _arrays(document: bytes) -> list[list]:
+    """Each input's array of events (members kept in order, as pairs)."""
+    return [events for _name, events in json.loads(document, object_pairs_hook=list)]
+
+
+def test_a_second_input_with_the_same_metadata_compiles_nothing(monkeypatch):
+    golden = str(golden_path("linuxtracepoints/perf.data"))
+    slow: list[str] = []
+    real = eventheader.EventHeaderDecoder._decode_slow
+
+    def counted(self, name, data, offset):
+        slow.append(name)
+        return real(self, name, data, offset)
+
+    monkeypatch.setattr(eventheader.EventHeaderDecoder, "_decode_slow", counted)
+    monkeypatch.setattr(eventheader, "_DECODERS", {})
+    _decode([golden])
+    first = len(slow)
+    assert first > 50  # (the golden recording has many distinct EventHeader events)
+    two = _decode([golden, golden])
+    assert len(slow) == first  # the second and third inputs: every event a cache hit
+    a, b = _arrays(two)
+    assert a == b
+
+
+def test_inputs_with_other_metadata_under_the_same_names_decode_as_alone(tmp_path,
+                                                                           monkeypatch):
+    """A copy whose EventHeader field names differ ("hello" -> "jello", "u32" -> "x32":
+    same tracepoints, same 12-byte headers) after the original, in one process: each
+    array is the one that input gives alone, in a fresh process's caches."""
+    golden = golden_path("linuxtracepoints/perf.data")
+    mutant = tmp_path / "mutant.data"
+    mutant.write_bytes(golden.read_bytes().replace(b"hello", b"jello").replace(b"u32", b"x32"))
+    alone = []
+    for path in (golden, mutant):
+        monkeypatch.setattr(eventheader, "_DECODERS", {})
+        alone += _arrays(_decode([str(path)]))
+    assert alone[0] != alone[1] and '"jello"' in json.dumps(alone[1])
+    monkeypatch.setattr(eventheader, "_DECODERS", {})
+    assert _arrays(_decode([str(golden), str(mutant), str(golden)])) == [*alone, alone[0]]
