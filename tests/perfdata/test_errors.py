@@ -81,6 +81,19 @@ def test_truncated_pipe_stream(tmp_path):
         got, err = _drain(PerfDataFile.open_stream(stream, "stdin"), "time")
     assert sorted(s.offset for s in got) == offsets[:-1]
     assert err.offset == offsets[-1] and err.path == "stdin"
+    assert "runs past the end of the pipe stream" in str(err)
+
+
+def test_truncated_pipe_mode_file(tmp_path):
+    """The same bytes as a file: its records, then the cut named as the file's end (a
+    pipe-mode file has no data section to name)."""
+    p, offsets = _cut_inside_last_sample(DATA / "sched-pipe.data", tmp_path)
+    with PerfDataFile.open(p) as f:
+        assert f.pipe_mode
+        got, err = _drain(f, "time")
+    assert sorted(s.offset for s in got) == offsets[:-1]
+    assert err.offset == offsets[-1] and err.path == str(p)
+    assert "record runs past the end of the file (truncated input?)" in str(err)
 
 
 def test_unfinalised_data_size_reads_to_eof(tmp_path):
