@@ -292,7 +292,11 @@ class EventHeaderDecoder:
         else:
             return
         first = data[offset:offset + 12]
-        per_name = self.fast_cache.setdefault(tracepoint, {})
+        per_name = self.fast_cache.get(tracepoint)
+        if per_name is None:
+            if len(self.fast_cache) >= PLAN_CACHE_MAX:  # (the process's: bounded too)
+                self.fast_cache.clear()
+            per_name = self.fast_cache[tracepoint] = {}
         if len(per_name) >= PLAN_CACHE_MAX:
             per_name.clear()
         entry = FastEntry(expect, activity_size, pos - offset, info.plan.render, info)

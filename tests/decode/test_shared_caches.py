@@ -58,3 +58,18 @@ def test_inputs_with_other_metadata_under_the_same_names_decode_as_alone(tmp_pat
     assert alone[0] != alone[1] and '"jello"' in json.dumps(alone[1])
     monkeypatch.setattr(eventheader, "_DECODERS", {})
     assert _arrays(_decode([str(golden), str(mutant), str(golden)])) == [*alone, alone[0]]
+
+
+def test_the_shared_caches_stay_bounded_and_right(monkeypatch):
+    """Shared by every input, the fast cache is bounded by tracepoint names too (it
+    is cleared when full), and decoding through the bound gives the same bytes."""
+    from ehtool.render.style import SPACED
+
+    golden = str(golden_path("linuxtracepoints/perf.data"))
+    monkeypatch.setattr(eventheader, "_DECODERS", {})
+    whole = _decode([golden, golden])
+    monkeypatch.setattr(eventheader, "_DECODERS", {})
+    monkeypatch.setattr(eventheader, "PLAN_CACHE_MAX", 4)
+    assert _decode([golden, golden]) == whole
+    cache = eventheader.decoder_for(SPACED).fast_cache
+    assert 0 < len(cache) <= 4 and all(len(per_name) <= 4 for per_name in cache.values())
