@@ -128,10 +128,12 @@ def decoder_for(style: JsonStyle) -> EventHeaderDecoder:
     """The process's decoder for ``style``, shared by every input it decodes: its plans
     and caches depend only on the tracepoint name and the event's bytes (checked on
     every hit), so the inputs after the first, and the workers forked after it, start
-    warm."""
-    decoder = _DECODERS.get(style)
+    warm. One per renderer too: its plans keep the C or pure-Python renderer they were
+    compiled with (``EHTOOL_PURE`` set later in the process gets its own)."""
+    key = (style, load() is not None)
+    decoder = _DECODERS.get(key)
     if decoder is None:
-        decoder = _DECODERS[style] = EventHeaderDecoder(style)
+        decoder = _DECODERS[key] = EventHeaderDecoder(style)
     return decoder
 
 
@@ -341,5 +343,5 @@ class EventHeaderDecoder:
         return base + extra
 
 
-#: see decoder_for
-_DECODERS: dict[JsonStyle, EventHeaderDecoder] = {}
+#: see decoder_for: (style, C renderer loaded) -> decoder
+_DECODERS: dict[tuple[JsonStyle, bool], EventHeaderDecoder] = {}

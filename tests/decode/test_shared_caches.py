@@ -71,5 +71,27 @@ def test_the_shared_caches_stay_bounded_and_right(monkeypatch):
     monkeypatch.setattr(eventheader, "_DECODERS", {})
     monkeypatch.setattr(eventheader, "PLAN_CACHE_MAX", 4)
     assert _decode([golden, golden]) == whole
-    cache = eventheader.decoder_for(SPACED).fast_cache
+    cache = eventheader.decoder_for(SPACED).fast_cache  # (the C one: tests/run.sh needs it)
     assert 0 < len(cache) <= 4 and all(len(per_name) <= 4 for per_name in cache.values())
+
+
+def test_pure_python_after_c_in_one_process_renders_in_python(monkeypatch):
+    """EHTOOL_PURE=1 after a decode with the C renderer, in one process (the fuzz
+    harness and the C-vs-Python tests compare them so): the pure decode compiles its
+    own plans, with the Python renderer; the shared C ones would hide any difference."""
+    import ehtool.render.plan as plan_module
+
+    golden = str(golden_path("linuxtracepoints/perf.data"))
+    monkeypatch.setattr(eventheader, "_DECODERS", {})
+    with_c = _decode([golden])
+    compiled: list[bool] = []
+    real = plan_module.compile_plan
+
+    def watched(*args, **kw):
+        compiled.append(True)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(eventheader, "compile_plan", watched)
+    monkeypatch.setenv("EHTOOL_PURE", "1")
+    assert _decode([golden]) == with_c
+    assert len(compiled) > 50  # (it fails with one decoder for both: every plan cached)
