@@ -217,6 +217,9 @@ def _preload() -> None:
     from ehtool.speedups import load
 
     load()
+    pa = require("pyarrow")
+    pa.array([], type=pa.string())  # (what pyarrow builds at its first array, ~30 MB
+    # here: once, shared by the workers, instead of once in each)
 
 
 def _start(p: _Part, columns: list[str] | None, crew: _Crew) -> None:
@@ -306,13 +309,24 @@ class Source:
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
 
+#: rows per Parquet row group (several record batches, held as Arrow data)
+ROW_GROUP_ROWS = 16384
+
+
 def write_parquet(paths: list[str], out: Any, jobs: int = 1) -> int:
     """Write the events of ``paths`` to a Parquet file (path or binary file) with ``jobs``
-    processes; rows written."""
+    processes, in row groups of ROW_GROUP_ROWS; rows written."""
+    pa = require("pyarrow")
     pq = require("pyarrow.parquet")
     rows = 0
+    group: list[Any] = []
     with pq.ParquetWriter(out, schema()) as writer:
         for batch in batches(paths, None, jobs):
-            writer.write_batch(batch)
+            group.append(batch)
             rows += batch.num_rows
+            if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
+                writer.write_table(pa.Table.from_batches(group))
+                group = []
+        if group:
+            writer.write_table(pa.Table.from_batches(group))
     return rows
