@@ -325,8 +325,10 @@ def write_parquet(paths: list[str], out: Any, jobs: int = 1) -> int:
             group.append(batch)
             rows += batch.num_rows
             if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
-                writer.write_table(pa.Table.from_batches(group))
-                group = []
+                table = pa.Table.from_batches(group)
+                writer.write_table(table.slice(0, ROW_GROUP_ROWS))
+                group = table.slice(ROW_GROUP_ROWS).to_batches()  # (a part's last batch
+                # is short: groups stay exact)
         if group:
-            writer.write_table(pa.Table.from_batches(group))
+            writer.write_table(pa.Table.from_batches(group, schema=schema()))
     return rows

@@ -90,10 +90,11 @@ def test_a_cut_or_missing_file_ends_where_one_process_ends(big, tmp_path, jobs):
         assert (rows, error) == collect(paths, 1)
 
 
-def test_query_and_parquet_take_jobs(big, tmp_path):
+def test_query_and_parquet_take_jobs(big, tmp_path, monkeypatch):
     import subprocess
     import sys
 
+    pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     pytest.importorskip("duckdb")
     outs = []
@@ -104,6 +105,20 @@ def test_query_and_parquet_take_jobs(big, tmp_path):
                               cwd=REPO)
         assert done.returncode == 0, done.stderr
         outs.append(pq.read_table(out))
+        # row groups of 16,384 rows, whatever the batches (4,096 rows) and the parts
+        groups = pq.ParquetFile(out).metadata
+        assert [groups.row_group(i).num_rows for i in range(groups.num_row_groups)] == [
+            16384, 20000 - 16384], jobs
+    # parts whose last batches are short (parts of 1 MB): the groups stay exact
+    monkeypatch.setattr("ehtool.analysis.parallel.PART_MIN_BYTES", 1 << 20)
+    from ehtool.analysis.parallel import write_parquet
+
+    out = tmp_path / "parts.parquet"
+    assert write_parquet([str(big), str(big)], str(out), jobs=3) == 40000
+    groups = pq.ParquetFile(out).metadata
+    assert [groups.row_group(i).num_rows for i in range(groups.num_row_groups)] == [
+        16384, 16384, 40000 - 2 * 16384]
+    assert pq.read_table(out).equals(pa.concat_tables([outs[0], outs[0]]))
     assert outs[0].equals(outs[1])
     done = subprocess.run([sys.executable, "-m", "ehtool", "query", "-j", "3", "--format", "csv",
                            "select count(*), sum(cpu) from events", str(big)],
