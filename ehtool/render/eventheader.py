@@ -137,6 +137,12 @@ def decoder_for(style: JsonStyle) -> EventHeaderDecoder:
     return decoder
 
 
+def forget_decoders() -> None:
+    """Drop the process's decoders and their caches: what a fresh process starts with
+    (the fuzz harness checks each input so, and measures its memory alone)."""
+    _DECODERS.clear()
+
+
 class EventHeaderDecoder:
     """Decodes EventHeader events into JSON pieces in one :class:`JsonStyle`."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.errors import EhtoolError
+from ehtool.render.eventheader import forget_decoders
 from golden import GOLDEN
 
 
@@ -72,7 +73,10 @@ def _decode(path: str, **kw) -> tuple[bytes, list[str], list[str]]:
 
 def check_input(path: str, rss_limit_mb: int | None = None) -> str | None:
     """What is wrong with decoding ``path`` (None: nothing). ``rss_limit_mb``: also the
-    peak RSS so far (meaningful in a process that does nothing else: the fuzz script)."""
+    peak RSS so far (meaningful in a process that does nothing else: the fuzz script).
+    Each input starts with no EventHeader plans, as a fresh ``ehtool decode`` does: what
+    is found does not depend on the inputs before it, and the memory is this input's."""
+    forget_decoders()
     runs = {}
     for pure in ("", "1"):
         if pure:
