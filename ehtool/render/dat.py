@@ -4,7 +4,7 @@ with no sample meta (time, cpu, pid)."""
 
 from __future__ import annotations
 
-from ehtool.render.eventheader import EventHeaderDecoder
+from ehtool.render.eventheader import decoder_for
 from ehtool.render.style import JsonStyle
 from ehtool.values.text import hex_bytes, utf8_json
 
@@ -16,7 +16,7 @@ class EventObjects:
                  file: str | None = None) -> None:
         """``file``: the input's name, the last meta member (JSON Lines' ``file``)."""
         s = self.style = style
-        self._decoder = EventHeaderDecoder(style)
+        self._decoder = decoder_for(style)  # (the process's, shared with perf.data inputs)
         self._head = b"{" + s.first + b'"n"' + s.colon
         self._meta_key = s.sep + b'"meta"' + s.colon
         self._raw_key = s.sep + b'"raw"' + s.colon
