@@ -299,8 +299,12 @@ class PerfDataFile(Metadata, RecordWalk, Split):
                 "the feature sections (event names, tracepoint formats) are missing",
                 self.path, pos)
         else:
-            what = ("pipe stream" if self._stream is not None  # (a pipe-mode file has no
-                    else "file" if self.pipe_mode else "data section")  # data section)
+            if self._stream is not None:
+                what = "pipe stream"
+            elif self.pipe_mode:  # (a pipe-mode file has no data section)
+                what = "file"
+            else:
+                what = "data section"
             self._fatal = InputError(f"record runs past the end of the {what} "
                                      "(truncated input?)", self.path, pos)
 
