@@ -358,7 +358,6 @@ def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
     report = WorkerReport(started=True)
     try:
         workers.release()  # (held since the fork)
-        gc.freeze()
         one = dataclasses.replace(options, jobs=1, progress=None,
                                   warn=report.warnings.append)
         held = HeldOutput(fd, limit)
