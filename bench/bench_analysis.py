@@ -18,9 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_decode import GOLDEN, OUTSIDE, REPO  # noqa: E402
 
 _TIMED = """
 import resource, subprocess, sys, time
@@ -73,9 +72,9 @@ def run(argv: list[str]) -> tuple[float, int, int]:
     """(wall seconds, peak RSS MB of the largest process, peak PSS MB of them all) of a
     command: timed in one run, its memory sampled in a second (the sampling costs CPU)."""
     timed = subprocess.run([sys.executable, "-c", _TIMED, *argv], capture_output=True,
-                           text=True, check=True, cwd=REPO).stdout.split()
+                           text=True, check=True, cwd=OUTSIDE).stdout.split()
     sampled = subprocess.run([sys.executable, "-c", _SAMPLED, *argv], capture_output=True,
-                             text=True, check=True, cwd=REPO).stdout.split()
+                             text=True, check=True, cwd=OUTSIDE).stdout.split()
     return float(timed[0]), int(timed[1]) // 1024, int(sampled[0]) // 1024
 
 
@@ -84,7 +83,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the generated files here")
     args = parser.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="ehtool-bench-"))
+    work = (args.keep or Path(tempfile.mkdtemp(prefix="ehtool-bench-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     data = work / f"mix-{args.events}.data"
     if not data.exists():

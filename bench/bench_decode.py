@@ -33,6 +33,10 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
 SCHED = REPO / "examples" / "sched.data"
+#: measured commands run from here: ``python -m ehtool`` run from the checkout would
+#: import the checkout's code (its directory comes first on sys.path), whatever Python
+#: the bench runs with
+OUTSIDE = tempfile.gettempdir()
 
 
 class Run(NamedTuple):
@@ -55,11 +59,11 @@ def run(argv: list[str]) -> Run:
             "print(w, u.ru_utime + u.ru_stime, u.ru_maxrss, status)\n")
     if len(argv) > 5 and "-j" in argv and argv[argv.index("-j") + 1] != "1":
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
-                             text=True, check=True).stdout.split()
+                             text=True, check=True, cwd=OUTSIDE).stdout.split()
         return Run(float(out[0]), float(out[1]), int(out[2]) // 1024, int(out[3]))
     with open(os.devnull, "wb") as null:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL, cwd=OUTSIDE)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
     return Run(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024,
@@ -116,7 +120,7 @@ def main() -> None:
                         help="also time ehtool decode -j N (0: only -j 1)")
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python runs")
     args = parser.parse_args()
-    work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
+    work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     files = {}
     for label, src in (("eventheader", GOLDEN), ("mix", GOLDEN), ("sched_switch", SCHED)):

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_decode import _BUILD, GOLDEN, REPO, in_subprocess, run  # noqa: E402
+from bench_decode import _BUILD, GOLDEN, OUTSIDE, REPO, in_subprocess, run  # noqa: E402
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep the generated files in this directory")
     args = parser.parse_args()
-    work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-"))
+    work = Path(args.keep or tempfile.mkdtemp(prefix="ehtool-bench-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     first = work / "eventheader-0.data"
     if not first.exists():
@@ -58,7 +58,8 @@ def main() -> None:
             walls[f"-j {jobs}"].append(done.wall)
         start = time.perf_counter()
         with open(os.devnull, "wb") as null:
-            procs = [subprocess.Popen([*base, "-j", "1", *map(str, part)], stdout=null)
+            procs = [subprocess.Popen([*base, "-j", "1", *map(str, part)], stdout=null,
+                                      cwd=OUTSIDE)
                      for part in (paths[:half], paths[half:])]
             if any(p.wait() for p in procs):
                 raise SystemExit("ehtool decode -j 1 failed")
