@@ -387,6 +387,29 @@ def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monke
     os.close(report_r)
 
 
+def test_side_by_side_workers_hold_in_chunks_and_spill_when_memory_runs_out(
+        big, monkeypatch):
+    """A worker keeps its events in chunks mapped as they are needed; when one cannot
+    be mapped (ENOMEM under ``ulimit -v``: the whole limit was once mapped up front and
+    failed as "cannot write output"), the rest goes to the temporary file, in order."""
+    import ehtool.decode.handover as handover
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "sched.data"), big, big, big]
+    one = _run_files(paths, 1, via="pipe")
+    monkeypatch.setattr(handover, "CHUNK_BYTES", 64 << 10)  # (several chunks per input)
+    assert _run_files(paths, 3, via="pipe") == one
+    real = handover._chunk
+    mapped: list[int] = []
+
+    def chunk():  # (in each worker: its third chunk cannot be mapped)
+        mapped.append(1)
+        return real() if len(mapped) <= 2 else None
+
+    monkeypatch.setattr(handover, "_chunk", chunk)
+    assert _run_files(paths, 3, via="pipe") == one
+
+
 def test_a_worker_that_meets_a_closed_pipe_ends_the_decode_as_epipe(big):
     """The reader goes away once it has the calling process's input: the worker, let go,
     writes into the closed pipe, and the decode ends with BrokenPipeError (the CLI: exit
