@@ -1503,11 +1503,12 @@ static PyTypeObject ScannerType = {
  *   PlainSpec(0, head, render, extra, handler)     a plain tracepoint:
  *        head + render(raw) + meta
  *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler,
- *                   activity_keys)
+ *                   activity_keys, tail)
  *        an EventHeader tracepoint: EventHeaderDecoder.fast_cache (tracepoint -> first 12
  *        event bytes -> FastEntry(expect, activity_size, skip, render, info)) is consulted
  *        as EventHeaderDecoder.decode_parts does; a hit (activity ids too) is formatted
- *        here, anything else by handler.
+ *        here, with ``tail`` after its meta members (JSON Lines' "file"), anything else
+ *        by handler.
  * (NamedTuples of ehtool/render/events.py and eventheader.py: read here by index;
  * tests/speedups/test_constants.py checks their field order.)
  * The meta object is the template of SampleFormatter (time, cpu, pid, tid, extra). Its
@@ -1608,11 +1609,11 @@ time_prefix(FormatterObject *self, long long sec)
     return prefix;
 }
 
-/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra> } }`` appended to o; ``utc``: the
- * ISO form with ``offset_ns`` (TIME_PERF with clock data). */
+/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra><tail> } }`` appended to o (``tail``:
+ * bytes or NULL); ``utc``: the ISO form with ``offset_ns`` (TIME_PERF with clock data). */
 static int
 put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
-         const char *extra, Py_ssize_t extra_len)
+         const char *extra, Py_ssize_t extra_len, PyObject *tail)
 {
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
     if (t == (unsigned long long)-1 && PyErr_Occurred())
@@ -1649,7 +1650,8 @@ ids:;
         if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
             return -1;
     }
-    if (out_put(o, extra, extra_len) < 0 || out_put_bytes(o, self->end_meta) < 0)
+    if (out_put(o, extra, extra_len) < 0 || (tail != NULL && out_put_bytes(o, tail) < 0) ||
+        out_put_bytes(o, self->end_meta) < 0)
         return -1;
     return 0;
 }
@@ -1714,7 +1716,7 @@ put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long 
         return -1;
     }
     return put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(extra),
-                    PyBytes_GET_SIZE(extra));
+                    PyBytes_GET_SIZE(extra), NULL);
 }
 
 /* The fields of an EventHeader cache hit appended to o: 1 when done, 0 when the event is
@@ -1951,7 +1953,8 @@ put_activity_event(FormatterObject *self, Out *o, PyObject *spec, PyObject *samp
         goto done;
     rc = put_hit_fields(o, hit, raw, off, tmp.skip);
     if (rc == 1)
-        rc = put_meta(self, o, sample, self->utc, offset_ns, extra.data, extra.len);
+        rc = put_meta(self, o, sample, self->utc, offset_ns, extra.data, extra.len,
+                      PyTuple_GET_ITEM(spec, 7));
     else if (rc == 0) {
         o->len = mark;
         rc = put_result(o, call1(PyTuple_GET_ITEM(spec, 5), sample), "a handler's event");
@@ -1997,7 +2000,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     rc = put_hit_fields(o, hit, raw, off, skip);
     if (rc == 1)
         rc = put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(meta),
-                      PyBytes_GET_SIZE(meta));
+                      PyBytes_GET_SIZE(meta), PyTuple_GET_ITEM(spec, 7));
     else if (rc == 0) {
         o->len = mark;
         rc = put_result(o, call1(handler, sample), "a handler's event");
@@ -2022,8 +2025,9 @@ valid_spec(PyObject *h)
         return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     if (kind == 1)
-        return n == 7 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
-               PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3));
+        return n == 8 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+               PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3)) &&
+               PyBytes_Check(PyTuple_GET_ITEM(h, 7));
     return 0;
 }
 

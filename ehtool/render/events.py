@@ -48,6 +48,8 @@ class EventHeaderSpec(NamedTuple):
     handler: Callable[[Any], bytes]
     #: the meta keys of the activity ids (``EventHeaderDecoder.activity_keys``)
     activity_keys: tuple[bytes, bytes]
+    #: meta members after the event's own (JSON Lines' ``"file"``), or b""
+    tail: bytes
 
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
@@ -273,7 +275,7 @@ class SampleFormatter:
             return plain(sample)
 
         if fast is not None and common_render is None and self._eh_meta_default \
-                and not file_meta and self._fields_key is None:
+                and self._fields_key is None:
             def eventheader_fast(sample: Any) -> bytes:
                 try:
                     ev = decode(tracepoint, sample.raw, eh_offset)
@@ -284,15 +286,16 @@ class SampleFormatter:
                 off = clock.offset_ns if clock is not None else None
                 if off is None:
                     return k_n + ev[0] + ev[1] + fast % (
-                        time_json(sample.time), sample.cpu, sample.pid, sample.tid, ev[2])
+                        time_json(sample.time), sample.cpu, sample.pid, sample.tid,
+                        ev[2] + file_meta)
                 sec, ns = divmod(sample.time + off, 1_000_000_000)
                 return k_n + ev[0] + ev[1] + utc % (
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
-                    ns, sample.cpu, sample.pid, sample.tid, ev[2])
+                    ns, sample.cpu, sample.pid, sample.tid, ev[2] + file_meta)
 
             self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
                                                 self._eh.fast_cache, eventheader_fast,
-                                                self._eh.activity_keys)
+                                                self._eh.activity_keys, file_meta)
             return eventheader_fast
 
         def eventheader(sample: Any) -> bytes:
