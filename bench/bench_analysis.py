@@ -92,7 +92,7 @@ def main() -> None:
                         "replay_samples(sys.argv[1], sys.argv[2], int(sys.argv[3]), "
                         "attr_size=128)", str(GOLDEN), str(data), str(args.events)],
                        check=True, cwd=REPO)
-    ehtool = [sys.executable, "-m", "ehtool"]
+    ehtool = [sys.executable, "-P", "-m", "ehtool"]
     print(f"{args.events:,} events ({data.stat().st_size / 1e6:.0f} MB, the reference "
           "recording's samples replayed)")
     jobs = str(len(os.sched_getaffinity(0)))

@@ -33,9 +33,9 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / ".." / "shared" / "golden" / "linuxtracepoints" / "perf.data"
 SCHED = REPO / "examples" / "sched.data"
-#: measured commands run from here: ``python -m ehtool`` run from the checkout would
-#: import the checkout's code (its directory comes first on sys.path), whatever Python
-#: the bench runs with
+#: measured commands run from here, and with ``python -P``: ``python -m ehtool`` run
+#: from the checkout would import the checkout's code (the current directory comes
+#: first on sys.path), whatever Python the bench runs with
 OUTSIDE = tempfile.gettempdir()
 
 
@@ -145,7 +145,7 @@ def main() -> None:
           f"{'peak RSS':>9}  (median wall, best CPU of {args.repeat}; CPU vs perf-decode)")
     for label, path in files.items():
         total, eh = count_samples(path)
-        decode = [sys.executable, "-m", "ehtool", "decode", str(path)]
+        decode = [sys.executable, "-P", "-m", "ehtool", "decode", str(path)]
         tools = [("ehtool decode -j 1", [*decode, "-j", "1"])]
         if args.jobs > 1:
             tools.append((f"ehtool decode -j {args.jobs}", [*decode, "-j", str(args.jobs)]))

@@ -47,7 +47,7 @@ def main() -> None:
         paths.append(path)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "ehtool")],
                    stdout=subprocess.DEVNULL, check=False)
-    base = [sys.executable, "-m", "ehtool", "decode"]
+    base = [sys.executable, "-P", "-m", "ehtool", "decode"]
     half = len(paths) // 2
     walls: dict[str, list[float]] = {"-j 1": [], "-j 2": [], "two -j 1 side by side": []}
     for _ in range(args.repeat):
