@@ -3093,10 +3093,131 @@ fast_hit_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return hit;
 }
 
+/* -- indent_json: ehtool.render.pretty.indent_json (--pretty) --------------------- */
+
+enum { TK_END, TK_OPEN, TK_CLOSE, TK_COMMA, TK_COLON, TK_OTHER };
+
+static int
+json_space(unsigned char c) /* \s of a bytes regex */
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* The next token at or after *pos, as pretty.py's _TOKEN finds them: a string (escapes
+ * kept; a quote that starts no complete string is skipped), a structural character, or
+ * a run of anything else; whitespace is skipped. Its start and length; *pos past it. */
+static int
+next_token(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t *start,
+           Py_ssize_t *len)
+{
+    Py_ssize_t i = *pos;
+    while (i < n) {
+        unsigned char c = d[i];
+        if (json_space(c)) {
+            i++;
+            continue;
+        }
+        int type = c == '{' || c == '[' ? TK_OPEN : c == '}' || c == ']' ? TK_CLOSE
+                 : c == ',' ? TK_COMMA : c == ':' ? TK_COLON : TK_OTHER;
+        if (type != TK_OTHER) {
+            *start = i;
+            *len = 1;
+            *pos = i + 1;
+            return type;
+        }
+        Py_ssize_t j = i + 1;
+        if (c == '"') {
+            while (j < n && d[j] != '"')
+                j += d[j] == '\\' ? 2 : 1;
+            if (j >= n) { /* no closing quote: the regex skips this one */
+                i++;
+                continue;
+            }
+            j++;
+        }
+        else {
+            while (j < n && !json_space(d[j]) && !memchr("\"{}[],:", d[j], 7))
+                j++;
+        }
+        *start = i;
+        *len = j - i;
+        *pos = j;
+        return TK_OTHER;
+    }
+    *pos = n;
+    return TK_END;
+}
+
+static int
+put_indent(Out *o, const char *lead, Py_ssize_t lead_len, const char *unit,
+           Py_ssize_t unit_len, Py_ssize_t depth)
+{
+    if (out_put(o, lead, lead_len) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < depth; k++)
+        if (out_put(o, unit, unit_len) < 0)
+            return -1;
+    return 0;
+}
+
+/* indent_json(value, level, unit) -> value laid out one member per line */
+static PyObject *
+indent_json_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "indent_json(value: bytes, level: int, unit: bytes)");
+        return NULL;
+    }
+    Py_ssize_t depth = PyLong_AsSsize_t(args[1]);
+    if (depth == -1 && PyErr_Occurred())
+        return NULL;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const char *unit = PyBytes_AS_STRING(args[2]);
+    Py_ssize_t unit_len = PyBytes_GET_SIZE(args[2]);
+    Out o;
+    out_init(&o);
+    Py_ssize_t pos = 0, start = 0, len = 0, next_start = 0, next_len = 0;
+    int prev = TK_END, type = next_token(d, n, &pos, &start, &len);
+    while (type != TK_END) {
+        int next = next_token(d, n, &pos, &next_start, &next_len);
+        int rc = 0;
+        if (type == TK_OPEN && next != TK_CLOSE) {
+            depth++;
+            rc = out_put(&o, (const char *)d + start, 1) < 0 ||
+                 put_indent(&o, "\n", 1, unit, unit_len, depth) < 0;
+        }
+        else if (type == TK_CLOSE && prev != TK_OPEN) {
+            depth--;
+            rc = put_indent(&o, "\n", 1, unit, unit_len, depth) < 0 ||
+                 out_put(&o, (const char *)d + start, 1) < 0;
+        }
+        else if (type == TK_COMMA)
+            rc = put_indent(&o, ",\n", 2, unit, unit_len, depth) < 0;
+        else if (type == TK_COLON)
+            rc = out_put(&o, ": ", 2) < 0;
+        else
+            rc = out_put(&o, (const char *)d + start, len) < 0;
+        if (rc) {
+            out_free(&o);
+            return NULL;
+        }
+        prev = type;
+        type = next;
+        start = next_start;
+        len = next_len;
+    }
+    PyObject *r = PyBytes_FromStringAndSize(o.data, o.len);
+    out_free(&o);
+    return r;
+}
+
 static PyMethodDef module_methods[] = {
     {"fast_hit", (PyCFunction)(void (*)(void))fast_hit_py, METH_FASTCALL,
      "fast_hit(fast_cache, tracepoint, raw, offset) -> the EventHeaderDecoder.fast_cache "
      "entry of an event without activity ids (what the formatter loop formats), or None"},
+    {"indent_json", (PyCFunction)(void (*)(void))indent_json_py, METH_FASTCALL,
+     "indent_json(value, level, unit) -> ehtool.render.pretty.indent_json's bytes"},
     {"hop", (PyCFunction)(void (*)(void))hop, METH_FASTCALL,
      "hop(buf, pos, end, big_endian, stops) -> (pos, type, size) of the next stop"},
     {NULL},

@@ -21,7 +21,7 @@ import errno
 import os
 from typing import BinaryIO, Protocol
 
-from ehtool.render.pretty import indent_json
+from ehtool.render.pretty import indenter
 from ehtool.render.style import SPACED, JsonStyle
 from ehtool.values.text import utf8_json
 
@@ -78,6 +78,7 @@ class DocumentWriter:
         self._open = False
         if pretty:
             self._first, self._next = b"\n    ", b",\n    "
+            self._indent = indenter()
         self.separator = None if pretty else self._next
         out.write((BOM if bom else b"") + b"{\n")
 
@@ -95,7 +96,8 @@ class DocumentWriter:
         if not events:
             return
         if self._pretty:
-            events = [indent_json(e, 2) for e in events]
+            indent = self._indent
+            events = [indent(e, 2) for e in events]
         lead = self._next if self._events else self._first
         self.out.write(lead + self._next.join(events))
         self._events += len(events)
