@@ -166,13 +166,8 @@ def test_activity_id_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch, j
     src = golden_path("linuxtracepoints/perf.data")
     big = tmp_path / "twice.data"
     replay_samples(src, big, 3000)
-    calls = []
-    original = EventHeaderDecoder._with_activity
-
-    def counting(self, *args):
-        calls.append(1)
-        return original(self, *args)
-    monkeypatch.setattr(EventHeaderDecoder, "_with_activity", counting)
+    calls = _count_calls(monkeypatch, EventHeaderDecoder, "_with_activity")
+    decoded = _count_calls(monkeypatch, EventHeaderDecoder, "decode_parts")
 
     def decode(pure: bool) -> bytes:
         if pure:
@@ -183,13 +178,6 @@ def test_activity_id_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch, j
         assert decode_to(out, [str(big)], DecodeOptions(jobs=1, jsonl=jsonl)) == []
         return out.getvalue()
 
-    decoded = []
-    original_parts = EventHeaderDecoder.decode_parts
-
-    def decoding(self, *args):
-        decoded.append(1)
-        return original_parts(self, *args)
-    monkeypatch.setattr(EventHeaderDecoder, "decode_parts", decoding)
     c = decode(False)
     assert calls == []
     in_c = len(decoded)
@@ -198,3 +186,15 @@ def test_activity_id_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch, j
     assert in_c * 4 < len(decoded) - in_c  # (C: the first of each event only)
     assert c.count(b'"activity": ') > 10
     assert c.count(b'"file": ') == (c.count(b'"n": ') if jsonl else 0)
+
+
+def _count_calls(monkeypatch, cls: type, name: str) -> list[int]:
+    """A list that grows by one at each call of ``cls.name`` (patched for the test)."""
+    calls: list[int] = []
+    original = getattr(cls, name)
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+    monkeypatch.setattr(cls, name, counting)
+    return calls
