@@ -1503,12 +1503,14 @@ static PyTypeObject ScannerType = {
  *   PlainSpec(0, head, render, extra, handler)     a plain tracepoint:
  *        head + render(raw) + meta
  *   EventHeaderSpec(1, tracepoint, eventheader_offset, head, fast_cache, handler,
- *                   activity_keys, tail)
+ *                   activity_keys, tail, metas, meta_of)
  *        an EventHeader tracepoint: EventHeaderDecoder.fast_cache (tracepoint -> first 12
  *        event bytes -> FastEntry(expect, activity_size, skip, render, info)) is consulted
  *        as EventHeaderDecoder.decode_parts does; a hit (activity ids too) is formatted
  *        here, with ``tail`` after its meta members (JSON Lines' "file"), anything else
- *        by handler.
+ *        by handler. ``metas`` None: the meta members are the info's; else a dict (info
+ *        -> the members of the formatter's --meta keys), filled by ``meta_of(info)``,
+ *        and events with activity ids are the handler's (their ids go in between).
  * (NamedTuples of ehtool/render/events.py and eventheader.py: read here by index;
  * tests/speedups/test_constants.py checks their field order.)
  * The meta object is the template of SampleFormatter (time, cpu, pid, tid, extra). Its
@@ -1965,6 +1967,32 @@ done:
     return rc;
 }
 
+/* The meta members of a hit's event for the formatter's --meta keys: spec.metas[info],
+ * made by spec.meta_of(info) the first time. A new reference, or NULL. */
+static PyObject *
+meta_for(PyObject *spec, PyObject *hit)
+{
+    PyObject *metas = PyTuple_GET_ITEM(spec, 8), *info = PyTuple_GET_ITEM(hit, 4);
+    PyObject *meta = PyDict_GetItemWithError(metas, info);
+    if (meta != NULL)
+        return Py_NewRef(meta);
+    if (PyErr_Occurred())
+        return NULL;
+    meta = call1(PyTuple_GET_ITEM(spec, 9), info);
+    if (meta == NULL)
+        return NULL;
+    if (!PyBytes_Check(meta)) {
+        Py_DECREF(meta);
+        PyErr_SetString(PyExc_TypeError, "meta_of(info) must return bytes");
+        return NULL;
+    }
+    if (PyDict_SetItem(metas, info, meta) < 0) {
+        Py_DECREF(meta);
+        return NULL;
+    }
+    return meta;
+}
+
 /* An EventHeader event appended to o: head, name, fields and meta of a cache hit without
  * activity ids, else the handler's text. */
 static int
@@ -1978,10 +2006,12 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
         return -1;
     HitSlot tmp = {0};
     HitSlot *slot = PyBytes_CheckExact(raw) ? cached_hit(self, spec, raw, off, &tmp) : NULL;
+    PyObject *metas = PyTuple_GET_ITEM(spec, 8);
     if (slot == NULL) {
         if (PyErr_Occurred())
             return -1;
-        PyObject *hit = PyBytes_CheckExact(raw) ? activity_hit(spec, raw, off) : NULL;
+        PyObject *hit = PyBytes_CheckExact(raw) && metas == Py_None
+                            ? activity_hit(spec, raw, off) : NULL;
         if (hit != NULL) {
             int rc = put_activity_event(self, o, spec, sample, hit, off, offset_ns);
             Py_DECREF(hit);
@@ -1995,6 +2025,11 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     PyObject *hit = Py_NewRef(slot->hit), *meta = Py_NewRef(slot->meta);
     Py_ssize_t skip = slot->skip, mark = o->len;
     int rc = -1;
+    if (metas != Py_None) {
+        Py_SETREF(meta, meta_for(spec, hit));
+        if (meta == NULL)
+            goto done;
+    }
     if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, slot->name) < 0)
         goto done;
     rc = put_hit_fields(o, hit, raw, off, skip);
@@ -2007,7 +2042,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     }
 done:
     Py_DECREF(hit);
-    Py_DECREF(meta);
+    Py_XDECREF(meta);
     slot_clear(&tmp);
     return rc;
 }
@@ -2025,9 +2060,12 @@ valid_spec(PyObject *h)
         return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     if (kind == 1)
-        return n == 8 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+        return n == 10 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3)) &&
-               PyBytes_Check(PyTuple_GET_ITEM(h, 7));
+               PyBytes_Check(PyTuple_GET_ITEM(h, 7)) &&
+               (PyTuple_GET_ITEM(h, 8) == Py_None ||
+                (PyDict_Check(PyTuple_GET_ITEM(h, 8)) &&
+                 PyCallable_Check(PyTuple_GET_ITEM(h, 9))));
     return 0;
 }
 

@@ -50,6 +50,11 @@ class EventHeaderSpec(NamedTuple):
     activity_keys: tuple[bytes, bytes]
     #: meta members after the event's own (JSON Lines' ``"file"``), or b""
     tail: bytes
+    #: None: the event's meta members are its EventInfo's (the default --meta keys);
+    #: else a dict EventInfo -> its members for the formatter's --meta keys, which the C
+    #: loop fills with ``meta_of(info)`` (events with activity ids: ``handler``)
+    metas: dict[Any, bytes] | None
+    meta_of: Callable[[Any], bytes] | None
 
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
@@ -274,30 +279,6 @@ class SampleFormatter:
                      "shown as a plain tracepoint")
             return plain(sample)
 
-        if fast is not None and common_render is None and self._eh_meta_default \
-                and self._fields_key is None:
-            def eventheader_fast(sample: Any) -> bytes:
-                try:
-                    ev = decode(tracepoint, sample.raw, eh_offset)
-                except ValueError as exc:
-                    return fallback(sample, exc)
-                if ev is None:
-                    return plain(sample)
-                off = clock.offset_ns if clock is not None else None
-                if off is None:
-                    return k_n + ev[0] + ev[1] + fast % (
-                        time_json(sample.time), sample.cpu, sample.pid, sample.tid,
-                        ev[2] + file_meta)
-                sec, ns = divmod(sample.time + off, 1_000_000_000)
-                return k_n + ev[0] + ev[1] + utc % (
-                    clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
-                    ns, sample.cpu, sample.pid, sample.tid, ev[2] + file_meta)
-
-            self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
-                                                self._eh.fast_cache, eventheader_fast,
-                                                self._eh.activity_keys, file_meta)
-            return eventheader_fast
-
         def eventheader(sample: Any) -> bytes:
             raw = sample.raw
             try:
@@ -310,7 +291,36 @@ class SampleFormatter:
             eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
             return k_n + ev[0] + nest(common + ev[1]) + slow_meta(sample, eh_meta)
 
-        return eventheader
+        if fast is None or common_render is not None or self._fields_key is not None:
+            return eventheader
+        if not self._eh_meta_default:  # the C loop takes each event's --meta members
+            # from a dict it fills (events with activity ids stay the handler's)
+            self._specs[desc] = EventHeaderSpec(
+                1, tracepoint, eh_offset, k_n, self._eh.fast_cache, eventheader,
+                self._eh.activity_keys, file_meta, {}, self._eh_meta_of)
+            return eventheader
+
+        def eventheader_fast(sample: Any) -> bytes:
+            try:
+                ev = decode(tracepoint, sample.raw, eh_offset)
+            except ValueError as exc:
+                return fallback(sample, exc)
+            if ev is None:
+                return plain(sample)
+            off = clock.offset_ns if clock is not None else None
+            if off is None:
+                return k_n + ev[0] + ev[1] + fast % (
+                    time_json(sample.time), sample.cpu, sample.pid, sample.tid,
+                    ev[2] + file_meta)
+            sec, ns = divmod(sample.time + off, 1_000_000_000)
+            return k_n + ev[0] + ev[1] + utc % (
+                clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
+                ns, sample.cpu, sample.pid, sample.tid, ev[2] + file_meta)
+
+        self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
+                                            self._eh.fast_cache, eventheader_fast,
+                                            self._eh.activity_keys, file_meta, None, None)
+        return eventheader_fast
 
     def _nest(self, members: bytes) -> bytes:
         """The fields as they are, or nested under --fields-key."""
@@ -362,6 +372,11 @@ class SampleFormatter:
     def _eh_meta(self, ev: Any) -> bytes:
         if self._eh_meta_default:
             return ev.meta
+        return self._eh_meta_of(ev.info, ev.activity, ev.related_activity)
+
+    def _eh_meta_of(self, ev: Any, activity: bytes | None = None,
+                    related_activity: bytes | None = None) -> bytes:
+        """The --meta members of an event from its EventInfo (``ev``) and activity ids."""
         s = self.style
         m = self.meta
         out = []
@@ -385,10 +400,10 @@ class SampleFormatter:
             add("opcode", b"%d" % ev.opcode)
         if "tag" in m and ev.tag:
             add("tag", hex_int(ev.tag))
-        if "activity" in m and ev.activity is not None:
-            add("activity", uuid_json(ev.activity))
-        if "relatedActivity" in m and ev.related_activity is not None:
-            add("relatedActivity", uuid_json(ev.related_activity))
+        if "activity" in m and activity is not None:
+            add("activity", uuid_json(activity))
+        if "relatedActivity" in m and related_activity is not None:
+            add("relatedActivity", uuid_json(related_activity))
         if "options" in m and ev.options:
             add("options", utf8_json(ev.options.encode()))
         if "flags" in m:
