@@ -65,6 +65,15 @@ def _peak_rss_mb() -> int:
     return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) // 1024
 
 
+#: decode options compared between the C loop and pure Python besides the default
+_SHAPES = {
+    "jsonl": {"jsonl": True},
+    "meta": {"meta": frozenset({"time", "cpu", "pid", "tid", "provider", "event", "flags",
+                                "options", "level", "keyword"})},
+    "pretty": {"pretty": True},
+}
+
+
 def _decode(path: str, **kw) -> tuple[bytes, list[str], list[str]]:
     out, warnings = io.BytesIO(), []
     errors = decode_to(out, [path], DecodeOptions(warn=warnings.append, **kw))
@@ -90,19 +99,27 @@ def check_input(path: str, rss_limit_mb: int | None = None) -> str | None:
                 return f"an error escaped decode_to: {exc}"
             except Exception as exc:  # an internal error: the bug this looks for
                 return f"internal error {type(exc).__name__}: {exc}"
+        for shape, kw in _SHAPES.items():  # other ways through the C loop, C vs pure
+            try:
+                runs[pure, shape] = _decode(path, jobs=1, **kw)
+            except Exception as exc:
+                return f"{shape}: {type(exc).__name__}: {exc}"
     os.environ.pop("EHTOOL_PURE", None)
     peak = _peak_rss_mb()
     if rss_limit_mb is not None and peak > rss_limit_mb:
         return f"peak RSS {peak} MB (limit {rss_limit_mb} MB)"
     first = runs["", 1]
     for key, run in runs.items():
-        if run != first:
+        if key[1] in _SHAPES:
+            if run != runs["", key[1]]:
+                return f"output differs: {key[1]} pure vs C"
+        elif run != first:
             return f"output differs: C/pure {key} vs C -j 1"
     try:
         json.loads(first[0])
     except ValueError as exc:
         return f"invalid JSON: {exc}"
-    lines, _, _ = _decode(path, jobs=1, jsonl=True)
+    lines = runs["", "jsonl"][0]
     try:
         for line in lines.splitlines():
             json.loads(line)
