@@ -1548,6 +1548,22 @@ typedef struct {
     HitSlot hits[HIT_SLOTS]; /* recent EventHeader cache hits (cached_hit) */
 } FormatterObject;
 
+/* a signed 128-bit integer in decimal */
+static int
+out_put_i128(Out *o, __int128 v)
+{
+    char tmp[48];
+    int n = 0;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[sizeof(tmp) - 1 - n++] = '-';
+    return out_put(o, tmp + sizeof(tmp) - n, n);
+}
+
 /* ``[-]sec.nnnnnnnnn`` (a JSON number) of a signed nanosecond count */
 static int
 out_put_seconds(Out *o, __int128 when)
@@ -1570,13 +1586,8 @@ put_time_value(FormatterObject *self, Out *o, unsigned long long t, long long of
 {
     __int128 when;
     switch (self->time_mode) {
-    case TIME_NS:
-        when = (__int128)t + offset_ns;
-        if (when > INT64_MAX || when < INT64_MIN) {
-            PyErr_SetString(PyExc_OverflowError, "time beyond 64 bits");
-            return -1;
-        }
-        return out_put_i64(o, (int64_t)when);
+    case TIME_NS: /* (past 64 bits with a corrupt time or clock offset: Python's ints) */
+        return out_put_i128(o, (__int128)t + offset_ns);
     case TIME_REL:
         if (!self->have_base) {
             self->base = t;
@@ -2023,6 +2034,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     }
     /* the slot may be replaced while Python code runs: hold what is used */
     PyObject *hit = Py_NewRef(slot->hit), *meta = Py_NewRef(slot->meta);
+    PyObject *name = Py_NewRef(slot->name);
     Py_ssize_t skip = slot->skip, mark = o->len;
     int rc = -1;
     if (metas != Py_None) {
@@ -2030,7 +2042,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
         if (meta == NULL)
             goto done;
     }
-    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, slot->name) < 0)
+    if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, name) < 0)
         goto done;
     rc = put_hit_fields(o, hit, raw, off, skip);
     if (rc == 1)
@@ -2042,6 +2054,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     }
 done:
     Py_DECREF(hit);
+    Py_DECREF(name);
     Py_XDECREF(meta);
     slot_clear(&tmp);
     return rc;
@@ -2281,9 +2294,18 @@ Formatter_time_json(FormatterObject *self, PyObject *arg)
             return NULL;
         if (offset != Py_None)
             offset_ns = PyLong_AsLongLong(offset);
+        if (offset_ns == -1 && PyErr_Occurred()) {
+            /* an offset past 64 bits (corrupt CLOCK_DATA): Python's ints, as TimeFormat */
+            PyErr_Clear();
+            PyObject *sum = PyNumber_Add(arg, offset);
+            Py_DECREF(offset);
+            PyObject *text = sum != NULL ? PyObject_Str(sum) : NULL;
+            Py_XDECREF(sum);
+            PyObject *r = text != NULL ? PyUnicode_AsASCIIString(text) : NULL;
+            Py_XDECREF(text);
+            return r;
+        }
         Py_DECREF(offset);
-        if (offset_ns == -1 && PyErr_Occurred())
-            return NULL;
     }
     Out o;
     out_init(&o);
@@ -3192,7 +3214,7 @@ put_indent(Out *o, const char *lead, Py_ssize_t lead_len, const char *unit,
 {
     if (out_put(o, lead, lead_len) < 0)
         return -1;
-    for (Py_ssize_t k = 0; k < depth; k++)
+    for (Py_ssize_t k = 0; unit_len && k < depth; k++)
         if (out_put(o, unit, unit_len) < 0)
             return -1;
     return 0;
@@ -3209,6 +3231,10 @@ indent_json_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t depth = PyLong_AsSsize_t(args[1]);
     if (depth == -1 && PyErr_Occurred())
         return NULL;
+    if (depth > (1 << 20) || depth < -(1 << 20)) {
+        PyErr_SetString(PyExc_OverflowError, "indent_json: level out of range");
+        return NULL;
+    }
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
     const char *unit = PyBytes_AS_STRING(args[2]);
@@ -3255,7 +3281,8 @@ static PyMethodDef module_methods[] = {
      "fast_hit(fast_cache, tracepoint, raw, offset) -> the EventHeaderDecoder.fast_cache "
      "entry of an event without activity ids (what the formatter loop formats), or None"},
     {"indent_json", (PyCFunction)(void (*)(void))indent_json_py, METH_FASTCALL,
-     "indent_json(value, level, unit) -> ehtool.render.pretty.indent_json's bytes"},
+     "indent_json(value, level, unit) -> ehtool.render.pretty.indent_json's bytes "
+     "(|level| <= 2**20)"},
     {"hop", (PyCFunction)(void (*)(void))hop, METH_FASTCALL,
      "hop(buf, pos, end, big_endian, stops) -> (pos, type, size) of the next stop"},
     {NULL},

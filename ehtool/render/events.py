@@ -264,6 +264,7 @@ class SampleFormatter:
 
             self._eh = decoder_for(self.style)
         from ehtool.render.eventheader import DecodedEvent
+        from ehtool.render.plan import PLAN_CACHE_MAX
 
         decode = self._eh.decode_parts  # tuple: no DecodedEvent per sample
         common_render = (
@@ -295,9 +296,16 @@ class SampleFormatter:
             return eventheader
         if not self._eh_meta_default:  # the C loop takes each event's --meta members
             # from a dict it fills (events with activity ids stay the handler's)
+            metas: dict[Any, bytes] = {}
+
+            def meta_of(info: Any) -> bytes:
+                if len(metas) >= PLAN_CACHE_MAX:  # bounded as the decoder's own caches
+                    metas.clear()
+                return self._eh_meta_of(info)
+
             self._specs[desc] = EventHeaderSpec(
                 1, tracepoint, eh_offset, k_n, self._eh.fast_cache, eventheader,
-                self._eh.activity_keys, file_meta, {}, self._eh_meta_of)
+                self._eh.activity_keys, file_meta, metas, meta_of)
             return eventheader
 
         def eventheader_fast(sample: Any) -> bytes:

@@ -205,3 +205,39 @@ def _count_calls(monkeypatch, cls: type, name: str) -> list[int]:
         return original(self, *args)
     monkeypatch.setattr(cls, name, counting)
     return calls
+
+
+def test_the_c_loops_meta_members_per_event_stay_bounded(tmp_path, monkeypatch):
+    """Under other --meta keys the C loop keeps each EventInfo's members in a dict: it is
+    cleared at the decoder caches' bound (else a recording of ever new event layouts
+    grew it without end), and the bytes stay pure Python's."""
+    import io
+
+    import ehtool.render.plan as plan
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from ehtool.render.events import SampleFormatter
+    from ehtool.render.meta_keys import parse_meta
+
+    require_speedups()
+    big = tmp_path / "replayed.data"
+    replay_samples(golden_path("linuxtracepoints/perf.data"), big, 3000)
+    options = DecodeOptions(jobs=1, meta=parse_meta("+provider,+event"))
+
+    def decode(pure: bool) -> bytes:
+        if pure:
+            monkeypatch.setenv("EHTOOL_PURE", "1")
+        else:
+            monkeypatch.delenv("EHTOOL_PURE", raising=False)
+        out = io.BytesIO()
+        assert decode_to(out, [str(big)], options) == []
+        return out.getvalue()
+
+    unbounded = decode(False)
+    made = _count_calls(monkeypatch, SampleFormatter, "_eh_meta_of")
+    once = decode(False)
+    distinct = len(made)
+    made.clear()
+    monkeypatch.setattr(plan, "PLAN_CACHE_MAX", 4)
+    bounded = decode(False)
+    assert len(made) > 2 * distinct  # (made again after each clearing)
+    assert bounded == once == unbounded == decode(True)

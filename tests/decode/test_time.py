@@ -93,3 +93,34 @@ def test_text_lines_take_the_time_modes_too():
     assert first[0].startswith("2026-11-22T") and first[0].endswith("Z")
     assert first[1].isdigit() and len(first[1]) == 19
     assert first[2] == first[3] == "0.000000000"
+
+
+@pytest.mark.parametrize("offset", [10, -(1 << 63), 1 << 70, -(1 << 70)])
+@pytest.mark.parametrize("time", [0, 5, (1 << 64) - 1])
+def test_ns_past_64_bits_is_written_as_python_writes_it(monkeypatch, offset, time):
+    """A corrupt sample time or CLOCK_DATA offset puts ``--time ns`` past 64 bits: the C
+    loop stopped with "internal error: OverflowError" where pure Python wrote the
+    number (and C and Python share Formatter.time_json, the fallback of the C loop)."""
+    from ehtool.render.events import SampleFormatter
+    from ehtool.render.style import SPACED
+    from impl import require_speedups
+
+    class Clock:
+        offset_ns = offset
+        last_second = None
+
+        def prefix_for(self, sec: int) -> bytes:
+            raise AssertionError("not a UTC time")
+
+    def formatter(pure: bool) -> SampleFormatter:
+        if pure:
+            monkeypatch.setenv("EHTOOL_PURE", "1")
+        else:
+            monkeypatch.delenv("EHTOOL_PURE", raising=False)
+        return SampleFormatter(SPACED, big_endian=False, long_size=8,
+                               time_json=lambda t: b"", clock=Clock(), time_mode="ns")
+
+    require_speedups()
+    native = formatter(False)
+    assert native._native is not None
+    assert native.time_json(time) == formatter(True).time_json(time) == b"%d" % (time + offset)
