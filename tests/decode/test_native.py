@@ -162,9 +162,7 @@ def test_eventheader_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch, j
     Lines too, whose meta ends with "file", and with other --meta keys (both were left
     to Python: 3x the time); there, events with activity ids (whose ids go between the
     other keys) stay Python's."""
-    import io
-
-    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from ehtool.decode.pipeline import DecodeOptions
     from ehtool.render.eventheader import EventHeaderDecoder
     from ehtool.render.meta_keys import parse_meta
 
@@ -175,15 +173,11 @@ def test_eventheader_events_are_formatted_by_the_c_loop(tmp_path, monkeypatch, j
     calls = _count_calls(monkeypatch, EventHeaderDecoder, "_with_activity")
     decoded = _count_calls(monkeypatch, EventHeaderDecoder, "decode_parts")
 
+    keys = None if meta is None else parse_meta(meta, lines=jsonl)
+    options = DecodeOptions(jobs=1, jsonl=jsonl, meta=keys)
+
     def decode(pure: bool) -> bytes:
-        if pure:
-            monkeypatch.setenv("EHTOOL_PURE", "1")
-        else:
-            monkeypatch.delenv("EHTOOL_PURE", raising=False)
-        out = io.BytesIO()
-        keys = None if meta is None else parse_meta(meta, lines=jsonl)
-        assert decode_to(out, [str(big)], DecodeOptions(jobs=1, jsonl=jsonl, meta=keys)) == []
-        return out.getvalue()
+        return _decoded(monkeypatch, big, options, pure)
 
     c = decode(False)
     assert calls == [] or meta is not None
@@ -211,10 +205,8 @@ def test_the_c_loops_meta_members_per_event_stay_bounded(tmp_path, monkeypatch):
     """Under other --meta keys the C loop keeps each EventInfo's members in a dict: it is
     cleared at the decoder caches' bound (else a recording of ever new event layouts
     grew it without end), and the bytes stay pure Python's."""
-    import io
-
     import ehtool.render.plan as plan
-    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from ehtool.decode.pipeline import DecodeOptions
     from ehtool.render.events import SampleFormatter
     from ehtool.render.meta_keys import parse_meta
 
@@ -224,13 +216,7 @@ def test_the_c_loops_meta_members_per_event_stay_bounded(tmp_path, monkeypatch):
     options = DecodeOptions(jobs=1, meta=parse_meta("+provider,+event"))
 
     def decode(pure: bool) -> bytes:
-        if pure:
-            monkeypatch.setenv("EHTOOL_PURE", "1")
-        else:
-            monkeypatch.delenv("EHTOOL_PURE", raising=False)
-        out = io.BytesIO()
-        assert decode_to(out, [str(big)], options) == []
-        return out.getvalue()
+        return _decoded(monkeypatch, big, options, pure)
 
     unbounded = decode(False)
     made = _count_calls(monkeypatch, SampleFormatter, "_eh_meta_of")
@@ -241,3 +227,18 @@ def test_the_c_loops_meta_members_per_event_stay_bounded(tmp_path, monkeypatch):
     bounded = decode(False)
     assert len(made) > 2 * distinct  # (made again after each clearing)
     assert bounded == once == unbounded == decode(True)
+
+
+def _decoded(monkeypatch, path: Path, options, pure: bool) -> bytes:
+    """``path`` decoded in this process, with the C loop or in pure Python."""
+    import io
+
+    from ehtool.decode.pipeline import decode_to
+
+    if pure:
+        monkeypatch.setenv("EHTOOL_PURE", "1")
+    else:
+        monkeypatch.delenv("EHTOOL_PURE", raising=False)
+    out = io.BytesIO()
+    assert decode_to(out, [str(path)], options) == []
+    return out.getvalue()
