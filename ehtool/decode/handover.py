@@ -112,7 +112,7 @@ class HeldOutput:
         chunks, self._chunks = self._chunks, []
         while chunks:
             chunk = chunks.pop(0)
-            _write_all(self.fd, chunk, CHUNK_BYTES if chunks else self._used)
+            _write_all(self.fd, memoryview(chunk)[:CHUNK_BYTES if chunks else self._used])
             del chunk  # (unmapped: held memory goes as it is written)
         self._direct = open(os.dup(self.fd), "wb", buffering=1 << 20)  # noqa: SIM115
         if self._spill is not None:
@@ -143,9 +143,6 @@ def _chunk() -> mmap.mmap | None:
     return chunk
 
 
-def _write_all(fd: int, chunk: mmap.mmap, size: int) -> None:
-    with memoryview(chunk) as view:
-        done = 0
-        while done < size:
-            with view[done:size] as rest:
-                done += os.write(fd, rest)
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data):]

@@ -382,9 +382,9 @@ class SampleFormatter:
             return ev.meta
         return self._eh_meta_of(ev.info, ev.activity, ev.related_activity)
 
-    def _eh_meta_of(self, ev: Any, activity: bytes | None = None,
+    def _eh_meta_of(self, info: Any, activity: bytes | None = None,
                     related_activity: bytes | None = None) -> bytes:
-        """The --meta members of an event from its EventInfo (``ev``) and activity ids."""
+        """The --meta members of an event from its EventInfo and activity ids."""
         s = self.style
         m = self.meta
         out = []
@@ -393,29 +393,29 @@ class SampleFormatter:
             out.append(s.sep + b'"' + key.encode() + b'"' + s.colon + value)
 
         if "provider" in m:
-            add("provider", utf8_json(ev.provider.encode()))
+            add("provider", utf8_json(info.provider.encode()))
         if "event" in m:
-            add("event", utf8_json(ev.event_name.encode()))
-        if "id" in m and ev.id:
-            add("id", b"%d" % ev.id)
-        if "version" in m and ev.version:
-            add("version", b"%d" % ev.version)
-        if "level" in m and ev.level:
-            add("level", b"%d" % ev.level)
-        if "keyword" in m and ev.keyword:
-            add("keyword", hex_int(ev.keyword))
-        if "opcode" in m and ev.opcode:
-            add("opcode", b"%d" % ev.opcode)
-        if "tag" in m and ev.tag:
-            add("tag", hex_int(ev.tag))
+            add("event", utf8_json(info.event_name.encode()))
+        if "id" in m and info.id:
+            add("id", b"%d" % info.id)
+        if "version" in m and info.version:
+            add("version", b"%d" % info.version)
+        if "level" in m and info.level:
+            add("level", b"%d" % info.level)
+        if "keyword" in m and info.keyword:
+            add("keyword", hex_int(info.keyword))
+        if "opcode" in m and info.opcode:
+            add("opcode", b"%d" % info.opcode)
+        if "tag" in m and info.tag:
+            add("tag", hex_int(info.tag))
         if "activity" in m and activity is not None:
             add("activity", uuid_json(activity))
         if "relatedActivity" in m and related_activity is not None:
             add("relatedActivity", uuid_json(related_activity))
-        if "options" in m and ev.options:
-            add("options", utf8_json(ev.options.encode()))
+        if "options" in m and info.options:
+            add("options", utf8_json(info.options.encode()))
         if "flags" in m:
-            add("flags", hex_int(ev.flags))
+            add("flags", hex_int(info.flags))
         return b"".join(out)
 
 
