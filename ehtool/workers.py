@@ -10,10 +10,14 @@ however it exits. A worker never collects the objects it inherits (``gc.freeze``
 a collection writes to each object it scans, and so would copy every page the worker
 shares with its owner (measured: ~20 MB per analysis worker).
 
-A worker may say once, with :func:`idle`, that it has nothing left to compute (a byte on
-the same pipe): its owner can then give its core to another. A worker forked with
+A worker may say, with :func:`idle`, that it has nothing left to compute (a byte on the
+same pipe): its owner can then give its core to another. A worker forked with
 ``holds=True`` may also keep its result until its owner lets it go: :func:`hold` waits
-for the owner's :func:`let_go` (a byte on a second pipe) or its exit (EOF there).
+for the owner's :func:`let_go` (a byte on a second pipe) or its exit (EOF there). Such
+a worker may then take more tasks instead of exiting: it says it is :func:`done`, and
+waits for the owner to :func:`give` it another one or :func:`dismiss` it. A worker
+that stays costs nothing more to start, and what it mapped and cached is warm for the
+next task (a freshly forked one pays a page fault for each page it writes to).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -70,6 +75,10 @@ class Worker:
     go: int = -1
     #: it said it has nothing left to compute (:func:`idle`)
     idle: bool = False
+    #: it said its task is done and waits for another (:func:`done`)
+    done: bool = False
+    #: when it last said it was idle or done (``time.monotonic()``)
+    idle_since: float = 0.0
 
     @property
     def running(self) -> bool:
@@ -159,8 +168,38 @@ def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:
 
 
 def idle() -> None:
-    """In a worker: tell the owner it has nothing left to compute (call it once)."""
+    """In a worker: tell the owner it has nothing left to compute (once per task)."""
     os.write(_alive, b"i")
+
+
+def done() -> bytes | None:
+    """In a worker forked with ``holds=True``: tell the owner its task is done, and wait
+    for the next one (what the owner gave); None when dismissed or the owner is gone."""
+    global _answer
+    try:
+        os.write(_alive, b"d")
+    except BrokenPipeError:  # the owner is gone
+        return None
+    _answer = None
+    size = _read_go(4)
+    return None if size is None else _read_go(int.from_bytes(size, "little"))
+
+
+def _read_go(size: int) -> bytes | None:
+    """``size`` bytes from the go pipe, waiting for them; None at its end."""
+    data = b""
+    poll = select.poll()
+    poll.register(_go, select.POLLIN)
+    while len(data) < size:
+        try:
+            more = os.read(_go, size - len(data))
+        except BlockingIOError:
+            poll.poll()
+            continue
+        if not more:
+            return None
+        data += more
+    return data
 
 
 def hold() -> bool:
@@ -193,7 +232,20 @@ def let_go(w: Worker) -> None:
     if w.go >= 0:
         with contextlib.suppress(BrokenPipeError):
             os.write(w.go, b"g")
-        _close_go(w)
+
+
+def give(w: Worker, task: bytes) -> None:
+    """Give a worker that is :func:`done` its next task (at most PIPE_BUF - 4 bytes:
+    written at once, so the worker never sees part of it)."""
+    if len(task) > select.PIPE_BUF - 4:
+        raise ValueError(f"a task of {len(task)} bytes")
+    w.idle = w.done = False
+    os.write(w.go, len(task).to_bytes(4, "little") + task)
+
+
+def dismiss(w: Worker) -> None:
+    """Tell a worker that is :func:`done` that no task will come: it exits."""
+    _close_go(w)
 
 
 def _close_go(w: Worker) -> None:
@@ -204,8 +256,8 @@ def _close_go(w: Worker) -> None:
 
 
 def wait_any(workers: Iterable[Worker]) -> None:
-    """Sleep until a running worker of ``workers`` ends, or a busy one becomes idle
-    (with none busy: until one ends); reap those that ended."""
+    """Sleep until a running worker of ``workers`` ends, becomes idle or is done (with
+    none busy: until one ends or is done); reap those that ended."""
     waiting = {w.ended: w for w in workers if w.running}
     if not waiting:
         return
@@ -214,8 +266,12 @@ def wait_any(workers: Iterable[Worker]) -> None:
         poll.register(fd, select.POLLIN)
     for fd, _ in poll.poll():
         w = waiting[fd]
-        if os.read(fd, 1):
+        said = os.read(fd, 1)
+        if said in (b"i", b"d"):
+            if not w.idle:
+                w.idle_since = time.monotonic()
             w.idle = True
+            w.done = said == b"d"
         else:
             _reap(w)
 

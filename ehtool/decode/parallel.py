@@ -27,6 +27,8 @@ import gc
 import os
 import signal
 import stat
+import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, BinaryIO
@@ -264,62 +266,74 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
 
 def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWriter,
                      decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
-                     ) -> Iterator[tuple[str, WorkerReport | None]]:
-    """Decode ``paths`` with up to ``options.jobs`` processes at a time, in argument
-    order. ``decode_one(path, options, writer)`` gives an input's batches (one process:
-    its options say jobs=1). ``writer`` must write to a file descriptor.
+                     ) -> Iterator[tuple[str, WorkerReport]]:
+    """Decode ``paths`` with up to ``options.jobs`` worker processes computing at a time,
+    in argument order. ``decode_one(path, options, writer)`` gives an input's batches (one
+    process: its options say jobs=1). ``writer`` must write to a file descriptor.
 
-    The calling process is one of the N: when every input before the next one is
-    written and no worker has taken it, this yields ``(path, None)`` and the caller
-    decodes that input itself, straight to ``writer``, while workers take the inputs
-    after it. A worker's input is written here: its array is opened, the worker (which
-    has held its events: :mod:`ehtool.decode.handover`) is let go to write them to the
-    shared descriptor, and the array is closed; then this yields ``(path, report)`` for
-    the caller to report its warnings and error (``report.fatal``)."""
+    The calling process only directs: it forks every worker before it has decoded
+    anything (a fork copies each page its child writes to, and this process's pages stay
+    few), and a worker whose input is written takes the next one instead of exiting.
+    The first input in argument order not yet written is the head: its array is opened
+    here, its worker (which has held its events: :mod:`ehtool.decode.handover`) is let
+    go to write them to the shared descriptor, and the array is closed; then this yields
+    ``(path, report)`` for the caller to report its warnings and error
+    (``report.fatal``). Meanwhile the next inputs go to free workers while fewer than N
+    compute. A worker that holds an input it has decoded counts as not computing: one
+    more is forked for the next input if the head's input looks far from decoded (at
+    the pace of the inputs decoded so far), else the input waits for the first worker
+    to be free (a new process pays page faults for all it writes to: 30-100 ms here)."""
     pending = list(enumerate(paths))
-    running: list[_Running] = []  # in argument order
+    running: list[_Task] = []  # in argument order
+    free: list[_FileWorker] = []  # done with their tasks, waiting for another
+    spawned: list[_FileWorker] = []
+    pace = _Pace()
     fd = writer.out.fileno()
     # into a regular file, held events go to a temporary file as they come and the
     # kernel copies them at the turn (sendfile): writing 50 MB held in memory there
     # took 3-5 times as long, all of it after the decoding
     to_file = stat.S_ISREG(os.fstat(fd).st_mode)
 
-    def start(busy: int, tail: bool = False) -> None:
-        """Fork workers for the next inputs while fewer than ``busy`` compute; with
-        ``tail``, when no more inputs are left than processes, for the last ones (the
-        one after the head is best left to the core the head frees: it will not wait)."""
-        while (pending and sum(r.worker.busy for r in running) < busy
+    def start(tail: bool) -> None:
+        """Give the next inputs to workers while fewer than N compute; with ``tail``,
+        when no more inputs are left than processes, the last ones (the one after the
+        head is best left to the core the head frees: it will not wait)."""
+        while (pending and sum(t.busy for t in running) < options.jobs
                and len(running) < workers.ahead(options.jobs)):
+            if not free and not _fork_pays(running, spawned, pace, options.jobs):
+                break
             index, path = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
-            report_file = workers.report_file()
-            limit = 0 if to_file else held_limit(sum(r.limit for r in running))
-            with workers.held_signals():
-                worker = workers.fork(lambda path=path, report_file=report_file, limit=limit:
-                                      _file_worker(path, options, writer, decode_one, fd, limit,
-                                                   report_file), holds=True)
-            running.append(_Running(index, path, worker, report_file, limit))
-            running.sort(key=lambda r: r.index)
+            limit = 0 if to_file else held_limit(sum(t.limit for t in running))
+            task = _TASK.pack(index, limit)
+            if free:
+                proc = free.pop()
+                workers.give(proc.worker, task)
+            else:
+                report_file = workers.report_file()
+                with workers.held_signals():
+                    worker = workers.fork(lambda task=task, report_file=report_file:
+                                          _file_worker(paths, task, options, writer, decode_one,
+                                                       fd, report_file), holds=True)
+                proc = _FileWorker(worker, report_file)
+                spawned.append(proc)
+            running.append(_Task(index, path, proc, limit, _input_size(path)))
+            running.sort(key=lambda t: t.index)
 
     try:
         while pending or running:
-            if pending and (not running or pending[0][0] < running[0].index):
-                # the caller's turn: every input before this one is written
-                mine = pending.pop(0)[1]
-                start(options.jobs - 1)
-                yield mine, None
-                continue
-            head = running[0]  # (stays in running until it ended: finally stops it)
+            start(tail=bool(running) and running[0].proc.worker.busy)
+            head = running[0]  # (stays in running until it is done: finally stops it)
             writer.begin_file(head.path)
             writer.out.flush()
-            workers.let_go(head.worker)
-            while True:  # meanwhile the other cores take the next inputs
-                start(options.jobs, tail=head.worker.busy)  # (the head counts while busy)
-                if not head.worker.running:
-                    break
-                workers.wait_any(r.worker for r in running)
+            workers.let_go(head.proc.worker)
+            head.released = True
+            worker = head.proc.worker
+            while worker.running and not worker.done:  # meanwhile the next inputs start
+                start(tail=worker.busy)  # (the head counts while it computes or writes)
+                workers.wait_any(t.proc.worker for t in running)
             running.pop(0)
-            report = WorkerReport.read(head.report_file, head.worker.status)
-            head.report_file.close()
+            pace.add(head)
+            report = head.proc.report(worker.status)
             if report.signal:
                 raise SignalExit(report.signal)
             if report.internal:
@@ -328,48 +342,142 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
             if report.output_error:
                 raise OutputError(report.output_error)
+            if worker.running:
+                free.append(head.proc)
             writer.written(report.count)
             writer.end_file()
             yield head.path, report
     finally:
-        workers.stop(r.worker for r in running)
-        for r in running:
-            r.report_file.close()
+        workers.stop(t.proc.worker for t in running)
+        for proc in free:
+            workers.dismiss(proc.worker)
+        for proc in spawned:
+            with contextlib.suppress(ChildProcessError):
+                if proc.worker.running:
+                    proc.worker.status = os.waitpid(proc.worker.pid, 0)[1]
+            proc.report_file.close()
+
+
+#: fork one more worker for the next input only if the head's input looks this many
+#: seconds from decoded (else the input waits for the first worker to be free)
+FORK_AHEAD_SECONDS = 0.1
+
+
+def _fork_pays(running: list[_Task], spawned: list[_FileWorker], pace: _Pace,
+               jobs: int) -> bool:
+    """Whether to fork a worker for the next input, none being free."""
+    if sum(p.worker.running for p in spawned) < jobs:
+        return True
+    head = running[0] if running else None
+    if head is None or head.proc.worker.idle:
+        return False  # (its worker writes what it holds: it will be free first)
+    for t in running:
+        if t.proc.worker.idle:
+            pace.add(t)
+    left = pace.seconds(head.size) - (time.monotonic() - head.started)
+    return left > FORK_AHEAD_SECONDS
+
+
+class _Pace:
+    """Input bytes decoded per second by one worker, over the inputs decoded so far."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.time = 0.0
+
+    def add(self, task: _Task) -> None:
+        """Count ``task`` once its worker has decoded it."""
+        w = task.proc.worker
+        if w.idle and not task.paced:
+            task.paced = True
+            self.bytes += task.size
+            self.time += max(w.idle_since - task.started, 0.0)
+
+    def seconds(self, size: int) -> float:
+        """The time an input of ``size`` bytes takes (0 while nothing is known)."""
+        return size * self.time / self.bytes if self.bytes else 0.0
+
+
+def _input_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+#: a file worker's task: the index of its input in ``paths``, and the bytes it may keep
+#: in memory until it is let go
+_TASK = struct.Struct("<QQ")
 
 
 @dataclass
-class _Running:
-    """A file worker: its input (and its place among the inputs), process and report
-    file."""
+class _FileWorker:
+    """A file worker process and the file it reports each task in."""
+
+    worker: Worker
+    report_file: BinaryIO
+
+    def report(self, status: int | None) -> WorkerReport:
+        """Its report on the task it is done with (emptied for the next)."""
+        try:
+            return WorkerReport.read(self.report_file, status)
+        finally:
+            self.report_file.seek(0)
+            self.report_file.truncate()
+
+
+@dataclass
+class _Task:
+    """An input given to a file worker: its place among the inputs, and what the
+    worker may keep in memory until it is let go."""
 
     index: int
     path: str
-    worker: Worker
-    report_file: BinaryIO
-    #: the bytes it may keep in memory until it is let go
+    proc: _FileWorker
     limit: int
+    #: its input's size in bytes (0: unknown)
+    size: int
+    #: when it was given (``time.monotonic()``)
+    started: float = field(default_factory=time.monotonic)
+    #: let go: it writes straight to the output
+    released: bool = False
+    #: counted in the pace of decoding (:class:`_Pace`)
+    paced: bool = False
+
+    @property
+    def busy(self) -> bool:
+        """Its worker computes, or writes its input (and will soon take another)."""
+        w = self.proc.worker
+        return w.running and not w.done and (self.released or not w.idle)
 
 
-def _file_worker(path: str, options: DecodeOptions, writer: EventsWriter,
+def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
+                 writer: EventsWriter,
                  decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
-                 fd: int, limit: int, report_file: BinaryIO) -> None:
-    """Decode one input, holding its events until it is let go, then writing them to
-    ``fd`` (framed as the array's whole content); report, exit."""
-    report = WorkerReport(started=True)
-    try:
-        workers.release()  # (held since the fork)
-        one = dataclasses.replace(options, jobs=1, progress=None,
-                                  warn=report.warnings.append)
-        held = HeldOutput(fd, limit)
-        _write_part(decode_one(path, one, writer), writer.continuation(held, first=True),
-                    report)
-        if options.selection is not None:
-            report.selection = options.selection.report()
-        workers.idle()
-        if not held.finish():
-            return  # the caller is gone
-    except BaseException as exc:
-        _ended(report, exc, part=False)
-    finally:
+                 fd: int, report_file: BinaryIO) -> None:
+    """Decode inputs as the caller gives them: each one's events held until it is let
+    go, then written to ``fd`` (framed as the array's whole content); its report into
+    ``report_file``. Exit when dismissed, when the caller is gone, or after a task that
+    ends the decode."""
+    spare: list = []  # held memory, mapped and written once, for the next task
+    while task is not None:
+        index, limit = _TASK.unpack(task)
+        report = WorkerReport(started=True)
+        try:
+            workers.release()  # (held since the fork)
+            one = dataclasses.replace(options, jobs=1, progress=None,
+                                      warn=report.warnings.append)
+            held = HeldOutput(fd, limit, spare)
+            _write_part(decode_one(paths[index], one, writer),
+                        writer.continuation(held, first=True), report)
+            if options.selection is not None:
+                report.selection = options.selection.report()
+            workers.idle()
+            if not held.finish():
+                return  # the caller is gone
+        except BaseException as exc:
+            _ended(report, exc, part=False)
         report.write(report_file)
-        os._exit(0)
+        if report.signal or report.internal or report.output_error or report.broken_pipe:
+            return  # (the caller ends the decode)
+        task = workers.done()

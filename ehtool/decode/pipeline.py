@@ -14,7 +14,6 @@ document is always closed, so the output stays valid JSON.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -55,13 +54,9 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     try:
         if _side_by_side(inputs, options, out):
             _preload(options)
-            one = dataclasses.replace(options, jobs=1)  # what this process decodes itself
             results = concurrent_files(inputs, options, writer, _one_process_batches)
             with contextlib.closing(results):  # (an error or signal: its workers are stopped)
-                for path, report in results:
-                    if report is None:
-                        _write_input(path, one, progress, writer, errors)
-                        continue
+                for _path, report in results:
                     _replay(report, options)
                     if report.fatal:
                         errors.append(InputError(report.fatal))
