@@ -209,8 +209,15 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             self._deferred.append(err)
 
     def _raise_pending(self) -> None:
-        if self._fatal is not None:
-            raise self._fatal
+        """Raise the input error met, if any (handed over: this file keeps no reference
+        to it, else its traceback, whose frames hold this file, would make a cycle that
+        keeps the file's buffers until a full garbage collection)."""
+        fatal, self._fatal = self._fatal, None
+        if fatal is not None:
+            try:
+                raise fatal
+            finally:
+                del fatal  # (nor does this frame, which its traceback holds)
         if self._deferred:
             raise combined(self._deferred)
 
