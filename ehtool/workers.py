@@ -15,7 +15,7 @@ same pipe): its owner can then give its core to another. A worker forked with
 ``holds=True`` may also keep its result until its owner lets it go: :func:`hold` waits
 for the owner's :func:`let_go` (a byte on a second pipe) or its exit (EOF there). Such
 a worker may then take more tasks instead of exiting: it says it is :func:`done`, and
-waits for the owner to :func:`give` it another one or :func:`dismiss` it. A worker
+waits for the owner to :func:`give` it another one (or to be stopped). A worker
 that stays costs nothing more to start, and what it mapped and cached is warm for the
 next task (a freshly forked one pays a page fault for each page it writes to).
 """
@@ -174,7 +174,7 @@ def idle() -> None:
 
 def done() -> bytes | None:
     """In a worker forked with ``holds=True``: tell the owner its task is done, and wait
-    for the next one (what the owner gave); None when dismissed or the owner is gone."""
+    for the next one (what the owner gave); None when the owner is gone."""
     global _answer
     try:
         os.write(_alive, b"d")
@@ -241,11 +241,6 @@ def give(w: Worker, task: bytes) -> None:
         raise ValueError(f"a task of {len(task)} bytes")
     w.idle = w.done = False
     os.write(w.go, len(task).to_bytes(4, "little") + task)
-
-
-def dismiss(w: Worker) -> None:
-    """Tell a worker that is :func:`done` that no task will come: it exits."""
-    _close_go(w)
 
 
 def _close_go(w: Worker) -> None:

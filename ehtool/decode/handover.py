@@ -13,7 +13,7 @@ formatter's own buffers, each 4 KB page was a page fault of its own. Measured on
 250,000-event inputs with ``-j 2`` (malloc thresholds as ``decode`` sets them): half the
 page faults, ~5% less CPU time, for one more copy of each held byte. A mapping that
 cannot be made (a memory limit) sends the rest to the temporary file. Once written, a
-chunk is kept for the worker's next input (``spare``, up to HELD_MAX), its pages given
+chunk is kept for the worker's next input (``spare``, up to SPARE_BYTES), its pages given
 back lazily (``MADV_FREE``: the kernel takes them only when memory runs short): the
 first 50 MB a worker holds cost it 25 ms of page faults here (and up to 100 ms when
 the kernel had to find huge pages in memory never touched), the next 50 MB 2 ms.
@@ -54,6 +54,7 @@ class HeldOutput:
         self.limit = limit
         #: chunks written before, to be used again (this one's go there once written)
         self._spare = [] if spare is None else spare
+        del self._spare[limit // CHUNK_BYTES:]  # (no more than this input may hold)
         self._chunks: list[mmap.mmap] = []  # full but the last, which has _used bytes
         self._used = 0
         self._size = 0  # bytes in the chunks
@@ -119,7 +120,7 @@ class HeldOutput:
         while chunks:
             chunk = chunks.pop(0)
             _write_all(self.fd, memoryview(chunk)[:CHUNK_BYTES if chunks else self._used])
-            if len(self._spare) < HELD_MAX // CHUNK_BYTES:
+            if len(self._spare) < SPARE_BYTES // CHUNK_BYTES:
                 _give_back(chunk)
                 self._spare.append(chunk)
             del chunk  # (or unmapped: held memory goes as it is written)
@@ -137,6 +138,8 @@ class HeldOutput:
 
 #: the size of each private mapping that holds events in memory
 CHUNK_BYTES = 8 << 20
+#: what a worker keeps mapped for its next input, at most
+SPARE_BYTES = 16 << 20
 
 
 def _chunk() -> mmap.mmap | None:

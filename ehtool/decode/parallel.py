@@ -307,15 +307,21 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             task = _TASK.pack(index, limit)
             if free:
                 proc = free.pop()
-                workers.give(proc.worker, task)
+                try:
+                    workers.give(proc.worker, task)
+                except BrokenPipeError:  # it ended while it waited for a task
+                    workers.stop([proc.worker])
+                    _check(proc.report(proc.worker.status))
+                    raise EhtoolError("a decoding worker ended between two inputs "
+                                      f"(wait status {proc.worker.status})") from None
             else:
-                report_file = workers.report_file()
-                with workers.held_signals():
+                with workers.held_signals():  # (recorded before a signal is raised)
+                    report_file = workers.report_file()
                     worker = workers.fork(lambda task=task, report_file=report_file:
                                           _file_worker(paths, task, options, writer, decode_one,
                                                        fd, report_file), holds=True)
-                proc = _FileWorker(worker, report_file)
-                spawned.append(proc)
+                    proc = _FileWorker(worker, report_file)
+                    spawned.append(proc)
             running.append(_Task(index, path, proc, limit, _input_size(path)))
             running.sort(key=lambda t: t.index)
 
@@ -334,28 +340,29 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             running.pop(0)
             pace.add(head)
             report = head.proc.report(worker.status)
-            if report.signal:
-                raise SignalExit(report.signal)
-            if report.internal:
-                raise EhtoolError(report.internal)
-            if report.broken_pipe:
-                raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
-            if report.output_error:
-                raise OutputError(report.output_error)
+            _check(report)
             if worker.running:
                 free.append(head.proc)
             writer.written(report.count)
             writer.end_file()
             yield head.path, report
-    finally:
-        workers.stop(t.proc.worker for t in running)
-        for proc in free:
-            workers.dismiss(proc.worker)
+    finally:  # (the free workers wait for a task: nothing of theirs is lost)
+        workers.stop(p.worker for p in spawned)
         for proc in spawned:
-            with contextlib.suppress(ChildProcessError):
-                if proc.worker.running:
-                    proc.worker.status = os.waitpid(proc.worker.pid, 0)[1]
             proc.report_file.close()
+
+
+def _check(report: WorkerReport) -> None:
+    """Raise what ended a file worker's task early: a signal, an internal error, the
+    output's reader gone (EPIPE), an output error."""
+    if report.signal:
+        raise SignalExit(report.signal)
+    if report.internal:
+        raise EhtoolError(report.internal)
+    if report.broken_pipe:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+    if report.output_error:
+        raise OutputError(report.output_error)
 
 
 #: fork one more worker for the next input only if the head's input looks this many
@@ -457,7 +464,7 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
                  fd: int, report_file: BinaryIO) -> None:
     """Decode inputs as the caller gives them: each one's events held until it is let
     go, then written to ``fd`` (framed as the array's whole content); its report into
-    ``report_file``. Exit when dismissed, when the caller is gone, or after a task that
+    ``report_file``. Exit when the caller is gone or stops it, or after a task that
     ends the decode."""
     spare: list = []  # held memory, mapped and written once, for the next task
     while task is not None:
@@ -480,4 +487,10 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
         report.write(report_file)
         if report.signal or report.internal or report.output_error or report.broken_pipe:
             return  # (the caller ends the decode)
-        task = workers.done()
+        try:
+            task = workers.done()
+        except BaseException as exc:  # a signal while it waits: the caller reports it
+            report = WorkerReport()
+            _ended(report, exc, part=False)
+            report.write(report_file)
+            return

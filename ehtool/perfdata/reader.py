@@ -181,7 +181,10 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         assert self._file is not None
         if file_len == 0:
             raise InputError("empty file", self.path)
-        self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:  # ENOMEM (ulimit -v), ENODEV (a file system without mmap)
+            raise InputError(f"cannot map: {exc.strerror or exc}", self.path) from None
         if hasattr(self._mm, "madvise"):
             with contextlib.suppress(OSError, AttributeError):
                 self._mm.madvise(mmap.MADV_SEQUENTIAL)

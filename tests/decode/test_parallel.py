@@ -498,6 +498,79 @@ def test_a_signal_ends_the_workers_side_by_side(big, sig, first):
     proc.stdout.close()
 
 
+_AT_A_GIVE = """
+import os, signal, sys, time
+import ehtool.decode.parallel as parallel
+import ehtool.workers as workers
+from ehtool.cli import main
+
+real_give, real_size = workers.give, parallel._input_size
+given, what = [], sys.argv[1]
+
+def give(w, task):
+    if what == "interrupt":
+        real_give(w, task)
+        given.append(w)
+    elif not given:
+        given.append(w)
+        os.kill(w.pid, getattr(signal, what))
+        time.sleep(0.5)  # (it is gone; not reaped: nobody watches a free worker)
+        real_give(w, task)
+    else:
+        real_give(w, task)
+
+def size(path):
+    if given and what == "interrupt":
+        raise KeyboardInterrupt  # (what SIGINT's handler raises there)
+    return real_size(path)
+
+workers.give, parallel._input_size = give, size
+sys.argv = ["ehtool", "decode", "-j", "2", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize(("what", "status", "message"), [
+    ("interrupt", 130, ""),  # a signal between giving a task and noting it: no hang
+    ("SIGKILL", 1, "ehtool: error: a decoding worker died (wait status 9)\n"),
+    ("SIGTERM", 143, ""),  # (a worker told to stop says so)
+])
+def test_a_worker_ended_between_two_inputs_ends_the_decode(what, status, message):
+    """A worker that ends while it waits for its next input (killed, or stopped by a
+    signal) is an error, not a short output with exit 0; and a signal at any point of
+    handing out an input leaves no worker waiting for a task forever."""
+    import signal
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "sched.data")] * 6
+    proc = subprocess.Popen([sys.executable, "-c", _AT_A_GIVE, what, *paths],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    try:
+        err = proc.communicate(timeout=60)[1].decode()
+    finally:
+        gone = _group_gone(proc.pid, 5)
+    assert proc.returncode == status, err
+    if message:
+        assert err == message
+    assert gone
+
+
+def test_side_by_side_decodes_leave_no_descriptor_behind():
+    """Each worker's pipes are closed once it is reaped: decode_to called again and
+    again in one process keeps its descriptors."""
+    repo = Path(__file__).resolve().parents[2]
+    paths = [str(repo / "examples" / "sched.data")] * 5
+    counts = []
+    for _ in range(3):
+        _run_files(paths, 2)
+        counts.append(len(os.listdir("/proc/self/fd")))
+    assert counts[0] == counts[1] == counts[2]
+
+
 def test_a_worker_that_cannot_write_the_output_is_an_output_error(big, tmp_path):
     """Past RLIMIT_FSIZE (EFBIG) a worker's write fails: one line saying so, exit 1,
     -o FILE left as it was, and no input reported as cut short."""

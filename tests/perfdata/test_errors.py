@@ -317,3 +317,19 @@ def test_an_input_error_makes_no_cycle_through_the_file(tmp_path, order):
         gc.set_debug(0)
         gc.garbage.clear()
     assert not kept
+
+
+def test_a_file_that_cannot_be_mapped_is_an_input_error(monkeypatch):
+    """ENOMEM from mmap (``ulimit -v``) names the input, as a file that cannot be
+    opened does (a decode worker reported it as "cannot write output")."""
+    import errno
+
+    import ehtool.perfdata.reader as reader
+
+    def no_memory(*args, **kw):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(reader.mmap, "mmap", no_memory)
+    with pytest.raises(InputError) as info:
+        PerfDataFile.open(EXAMPLE)
+    assert str(info.value) == f"{EXAMPLE}: cannot map: Cannot allocate memory"
