@@ -45,24 +45,41 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
-#: what any input may cost (the checking process and its decode workers)
-RSS_LIMIT_MB = 80
+#: what any input may cost above the resident memory the checking process had before
+#: it: that process's peak, and its decode workers' (a fork starts with its parent's)
+RSS_LIMIT_MB = 48
 
 
-def _peak_rss_mb() -> int:
-    """The highest resident set of this process and of any worker it waited for, so far
-    (so a check after every input holds for every input). This process's own comes from
-    VmHWM: ru_maxrss keeps the high-water mark of whatever process ran before the exec
-    that started it (pytest's, when the test runs the fuzz script)."""
-    import resource
+class _PeakRss:
+    """The resident memory an input costs: this process's high-water mark (VmHWM, reset
+    through /proc/self/clear_refs before the input, so an input is judged alone and one
+    peak does not blind the checks after it) and the decode workers' (ru_maxrss of the
+    children, when this input raised it), above this process's VmRSS before it."""
 
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    try:
-        with open("/proc/self/status") as status:
-            own = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    except (OSError, StopIteration, ValueError):
-        pass
-    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) // 1024
+    def __init__(self) -> None:
+        import resource
+
+        try:
+            with open("/proc/self/clear_refs", "w") as refs:
+                refs.write("5")
+        except OSError:
+            pass  # (then VmHWM is the peak since the start: stricter)
+        self.base = _status_kb("VmRSS")
+        self.children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+    def grown_mb(self) -> int:
+        import resource
+
+        peak = _status_kb("VmHWM")
+        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        if children > self.children:
+            peak = max(peak, children)
+        return (peak - self.base) // 1024
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(key + ":"))
 
 
 #: decode options compared between the C loop and pure Python besides the default
@@ -81,11 +98,13 @@ def _decode(path: str, **kw) -> tuple[bytes, list[str], list[str]]:
 
 
 def check_input(path: str, rss_limit_mb: int | None = None) -> str | None:
-    """What is wrong with decoding ``path`` (None: nothing). ``rss_limit_mb``: also the
-    peak RSS so far (meaningful in a process that does nothing else: the fuzz script).
+    """What is wrong with decoding ``path`` (None: nothing). ``rss_limit_mb``: also what
+    the input cost in resident memory (:class:`_PeakRss`; meaningful in a process that
+    does nothing else meanwhile: the fuzz script).
     Each input starts with no EventHeader plans, as a fresh ``ehtool decode`` does: what
     is found does not depend on the inputs before it, and the memory is this input's."""
     forget_decoders()
+    memory = _PeakRss() if rss_limit_mb is not None else None
     runs = {}
     for pure in ("", "1"):
         if pure:
@@ -105,9 +124,8 @@ def check_input(path: str, rss_limit_mb: int | None = None) -> str | None:
             except Exception as exc:
                 return f"{shape}: {type(exc).__name__}: {exc}"
     os.environ.pop("EHTOOL_PURE", None)
-    peak = _peak_rss_mb()
-    if rss_limit_mb is not None and peak > rss_limit_mb:
-        return f"peak RSS {peak} MB (limit {rss_limit_mb} MB)"
+    if memory is not None and memory.grown_mb() > rss_limit_mb:
+        return f"resident memory grew by {memory.grown_mb()} MB (limit {rss_limit_mb} MB)"
     first = runs["", 1]
     for key, run in runs.items():
         if key[1] in _SHAPES:

@@ -2,7 +2,8 @@
 give no internal error, an exit status from the README's table, valid JSON and JSON
 Lines, as many ``--format text`` lines as JSON Lines (without input errors), the same
 bytes with the C loops and in pure Python, and with one, two and three processes, and
-stay under 80 MB of peak RSS. Seeded and count-based:
+cost at most 48 MB of resident memory above what the checking process had before the
+input (its own peak and its decode workers'). Seeded and count-based:
 ``EHTOOL_FUZZ_MUTATIONS`` inputs (default 400 in CI) through ``scripts/fuzz_decode.py``
 in a process of its own (so that the RSS check measures the decoding, not pytest);
 ``python3 scripts/fuzz_decode.py N`` runs the same check for N inputs offline."""
@@ -45,3 +46,26 @@ def test_inputs_the_fuzzer_found(name, monkeypatch):
     monkeypatch.setattr("ehtool.decode.parallel.PARALLEL_MIN_BYTES", 1 << 12)
     monkeypatch.setattr("ehtool.decode.parallel.PART_MIN_BYTES", 1 << 12)
     assert check_input(str(REPO / "tests" / "data" / "fuzz" / name)) is None
+
+
+def test_the_memory_check_judges_each_input_alone(monkeypatch):
+    """An input whose decoding takes 64 MB more is reported; the next one, which does
+    not, is not (the peak is reset per input: a process-wide peak once reported every
+    input after the first heavy one)."""
+    import fuzz.harness as harness
+
+    real = harness._decode
+    heavy = [True]
+
+    def decode(path, **kw):
+        if heavy[0]:
+            block = bytearray(64 << 20)
+            block[::4096] = b"x" * len(block[::4096])  # (resident, page by page)
+            del block
+        return real(path, **kw)
+
+    monkeypatch.setattr(harness, "_decode", decode)
+    path = str(REPO / "examples" / "sched.data")
+    assert (check_input(path, 48) or "").startswith("resident memory grew by ")
+    heavy[0] = False
+    assert check_input(path, 48) is None
