@@ -35,6 +35,9 @@ from typing import Any, BinaryIO
 
 #: the signals held while a process forks (SIGINT from a terminal reaches the workers too)
 HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: and SIGALRM: the CLI raises a terminating signal that came during an import from its
+#: handler (``ehtool.cli.signals``), which would otherwise cut a fork short the same way
+_HELD_HERE = (*HELD, signal.SIGALRM)
 
 #: per held_signals() block, innermost last: the signal mask and the Python handlers
 #: before it (a worker forked inside restores them with release())
@@ -103,12 +106,12 @@ def held_signals() -> Iterator[None]:
     noted: list[int] = []
     handlers: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        for sig in HELD:
+        for sig in _HELD_HERE:
             handler = signal.getsignal(sig)
             if callable(handler):
                 handlers[sig] = handler
                 signal.signal(sig, lambda signum, frame: noted.append(signum))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_HERE)
     _before.append((mask, handlers))
     try:
         yield
@@ -234,6 +237,23 @@ def let_go(w: Worker) -> None:
             os.write(w.go, b"g")
 
 
+def ask_to_stop(w: Worker) -> None:
+    """Ask a worker that was let go to stop writing where its output may be cut (it
+    ends; see :func:`asked_to_stop`)."""
+    if w.go >= 0:
+        with contextlib.suppress(BrokenPipeError):
+            os.write(w.go, b"s")
+
+
+def asked_to_stop() -> bool:
+    """In a worker that was let go: whether its owner asked it to stop (it does not
+    wait)."""
+    try:
+        return os.read(_go, 1) == b"s"
+    except BlockingIOError:
+        return False
+
+
 def give(w: Worker, task: bytes) -> None:
     """Give a worker that is :func:`done` its next task (at most PIPE_BUF - 4 bytes:
     written at once, so the worker never sees part of it)."""
@@ -250,16 +270,16 @@ def _close_go(w: Worker) -> None:
         w.go = -1
 
 
-def wait_any(workers: Iterable[Worker]) -> None:
+def wait_any(workers: Iterable[Worker], seconds: float | None = None) -> None:
     """Sleep until a running worker of ``workers`` ends, becomes idle or is done (with
-    none busy: until one ends or is done); reap those that ended."""
+    none busy: until one ends or is done), or ``seconds`` pass; reap those that ended."""
     waiting = {w.ended: w for w in workers if w.running}
     if not waiting:
         return
     poll = select.poll()
     for fd in waiting:
         poll.register(fd, select.POLLIN)
-    for fd, _ in poll.poll():
+    for fd, _ in poll.poll(None if seconds is None else max(0, int(seconds * 1000))):
         w = waiting[fd]
         said = os.read(fd, 1)
         if said in (b"i", b"d"):
@@ -272,11 +292,14 @@ def wait_any(workers: Iterable[Worker]) -> None:
 
 
 def stop(workers: Iterable[Worker]) -> None:
-    """Kill the running workers of ``workers`` and reap them."""
-    for w in workers:
-        if w.running:
+    """Kill the running workers of ``workers`` and reap them, with the terminating
+    signals held (a second Ctrl-C must not leave some of them running)."""
+    with held_signals():
+        running = [w for w in workers if w.running]
+        for w in running:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(w.pid, signal.SIGKILL)
+        for w in running:
             _reap(w)
 
 

@@ -25,6 +25,23 @@ def test_a_signal_waits_for_the_end_of_held_signals():
         signal.signal(signal.SIGTERM, previous)
 
 
+def test_the_clis_deferred_signal_timer_waits_too():
+    """The CLI raises a signal that came during an import from a SIGALRM handler
+    (ehtool.cli.signals): held too, or it would cut a fork short with the child
+    forked and not yet recorded (a worker then outlived the decode)."""
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGALRM, lambda s, f: seen.append("alarm"))
+    try:
+        with workers.held_signals():
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+            time.sleep(0.05)
+            seen.append("block")
+        assert seen == ["block", "alarm"]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_worker_starts_with_signals_held_and_its_end_is_seen():
     r, w = os.pipe()
 

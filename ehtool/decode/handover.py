@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+from collections.abc import Iterable
 from typing import BinaryIO
 
 from ehtool import workers
@@ -45,6 +46,11 @@ def held_limit(others: int) -> int:
     return max(HELD_MIN, min(HELD_MAX, HELD_BYTES - others))
 
 
+class Stopped(BaseException):
+    """The caller asked a worker that was let go to stop (:func:`workers.ask_to_stop`):
+    its output so far ends with a whole write."""
+
+
 class HeldOutput:
     """A binary sink (``write``) for a worker forked with ``holds=True``: what it is
     given is held until the worker is let go, then written to ``fd``."""
@@ -62,12 +68,33 @@ class HeldOutput:
         self._direct: BinaryIO | None = None
 
     def write(self, data: bytes) -> int:
+        self._check()
+        return self._put(data)
+
+    def writelines(self, parts: Iterable[bytes]) -> None:
+        """Write ``parts`` as one write: the turn, or a request to stop, comes before
+        or after all of them."""
+        self._check()
+        if self._direct is not None:  # (in C: no signal handler runs between them)
+            self._direct.writelines(parts)
+            return
+        for part in parts:
+            self._put(part)
+
+    def _check(self) -> None:
+        """Before a write: write what is held once the turn came; end here if the
+        caller is gone or asked to stop."""
         if self._direct is None:
             turn = workers.released()
             if turn is False:  # the caller is gone: nobody will read these events
                 raise SystemExit(0)
             if turn:
                 self._open()
+        elif workers.asked_to_stop():
+            self._direct.flush()
+            raise Stopped
+
+    def _put(self, data: bytes) -> int:
         if self._direct is not None:
             return self._direct.write(data)
         size = len(data)
@@ -104,6 +131,12 @@ class HeldOutput:
             view = view[n:]
         return view
 
+    def flush_written(self) -> None:
+        """Ended early: flush what was written since the turn came (whole writes)."""
+        if self._direct is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._direct.flush()
+
     def finish(self) -> bool:
         """Wait for the turn and write what is held; False if the caller is gone."""
         if self._direct is None:
@@ -115,7 +148,12 @@ class HeldOutput:
         return True
 
     def _open(self) -> None:
-        """The turn came: write what is held, then write straight through."""
+        """The turn came: write what is held (whole: a signal meanwhile acts after it),
+        then write straight through."""
+        with workers.held_signals():
+            self._write_held()
+
+    def _write_held(self) -> None:
         chunks, self._chunks = self._chunks, []
         while chunks:
             chunk = chunks.pop(0)

@@ -37,7 +37,7 @@ import orjson
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
-from ehtool.decode.handover import HeldOutput, held_limit
+from ehtool.decode.handover import HeldOutput, Stopped, held_limit
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import (
     EhtoolError,
@@ -346,10 +346,28 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
             writer.written(report.count)
             writer.end_file()
             yield head.path, report
+    except BaseException:  # a signal, an error: into a file, the output stays valid JSON
+        if to_file and running and running[0].released:
+            _stop_writing(running[0].proc.worker)
+        raise
     finally:  # (the free workers wait for a task: nothing of theirs is lost)
         workers.stop(p.worker for p in spawned)
         for proc in spawned:
             proc.report_file.close()
+
+
+#: how long a worker writing into a file may take to stop where its output can be cut
+STOP_SECONDS = 5.0
+
+
+def _stop_writing(worker: Worker) -> None:
+    """Ask the worker writing the head input to stop after a whole write, and give it
+    STOP_SECONDS to (killed in the middle of a write, it would leave half an event
+    before the closing that the caller writes)."""
+    workers.ask_to_stop(worker)
+    deadline = time.monotonic() + STOP_SECONDS
+    while worker.running and not worker.done and time.monotonic() < deadline:
+        workers.wait_any([worker], deadline - time.monotonic())
 
 
 def _check(report: WorkerReport) -> None:
@@ -470,6 +488,7 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
     while task is not None:
         index, limit = _TASK.unpack(task)
         report = WorkerReport(started=True)
+        held: HeldOutput | None = None
         try:
             workers.release()  # (held since the fork)
             one = dataclasses.replace(options, jobs=1, progress=None,
@@ -482,7 +501,11 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
             workers.idle()
             if not held.finish():
                 return  # the caller is gone
+        except Stopped:
+            return  # (the caller ends the decode: it asked)
         except BaseException as exc:
+            if held is not None:
+                held.flush_written()  # (whole writes: the caller closes the document)
             _ended(report, exc, part=False)
         report.write(report_file)
         if report.signal or report.internal or report.output_error or report.broken_pipe:

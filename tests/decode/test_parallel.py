@@ -394,10 +394,10 @@ def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monke
     repo = Path(__file__).resolve().parents[2]
     paths = [str(repo / "examples" / "sched.data"), big, big, str(repo / "examples" / "sched.data")]
     one = _run_files(paths, 1)
-    real = handover.HeldOutput.write
+    real = handover.HeldOutput._put
     report_r, report_w = os.pipe()  # (a worker says here that it spilled)
 
-    def write(self, data):
+    def put(self, data):
         if self._spill is not None:
             os.write(report_w, b"s")
         return real(self, data)
@@ -405,7 +405,7 @@ def test_side_by_side_workers_spill_what_memory_cannot_hold(big, tmp_path, monke
     monkeypatch.setattr(handover, "HELD_MAX", 1 << 20)
     monkeypatch.setattr(handover, "HELD_MIN", 64 << 10)
     monkeypatch.setattr(handover, "HELD_BYTES", 1 << 20)
-    monkeypatch.setattr(handover.HeldOutput, "write", write)
+    monkeypatch.setattr(handover.HeldOutput, "_put", put)
     for jobs in (2, 3):
         assert _run_files(paths, jobs, via="pipe") == one
         assert _run_files(paths, jobs, via="pipe", jsonl=True) == _run_files(paths, 1, jsonl=True)
@@ -557,6 +557,53 @@ def test_a_worker_ended_between_two_inputs_ends_the_decode(what, status, message
     if message:
         assert err == message
     assert gone
+
+
+_SIGNAL_WHILE_WRITING = """
+import sys
+import ehtool.workers as workers
+from ehtool.cli import main
+from ehtool.errors import SignalExit
+
+real_let_go, real_wait, let_go_count, raised = workers.let_go, workers.wait_any, [], []
+
+def let_go(w):
+    while w.running and not w.idle:  # (so that it holds all of its input)
+        real_wait([w])
+    real_let_go(w)
+    let_go_count.append(w)
+
+def wait_any(ws, seconds=None):
+    if len(let_go_count) == 2 and not raised:  # (the second input's worker, which held
+        raised.append(1)                       # all of it, has just begun to write it)
+        raise SignalExit(15)  # (what SIGTERM's handler raises here)
+    return real_wait(ws, seconds)
+
+workers.let_go, workers.wait_any = let_go, wait_any
+sys.argv = ["ehtool", "decode", "-j", sys.argv[1], *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_a_signal_leaves_a_file_output_valid_json(big, tmp_path, jobs):
+    """Stopped by a signal as a worker begins to write into a regular file what it
+    held, the decode lets it finish that (and stop after a whole write), then closes the
+    document, as one process does (killed mid-copy, it left half an event before the
+    closing)."""
+    import json
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    small = str(repo / "examples" / "sched.data")
+    out = tmp_path / "out.json"
+    with open(out, "wb") as f:
+        done = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_WRITING, jobs,
+                               small, big, big, big], stdout=f, stderr=subprocess.PIPE,
+                              timeout=120)
+    assert done.returncode == 143, done.stderr
+    assert json.loads(out.read_bytes()) == json.loads(_run_files([small, big], 1)[0])
 
 
 def test_side_by_side_decodes_leave_no_descriptor_behind():
