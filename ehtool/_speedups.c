@@ -2175,13 +2175,16 @@ fail:
     return NULL;
 }
 
-/* format_joined(samples, sep) -> bytes: the events' JSON objects with ``sep`` between
- * them, written into one buffer (sep.join(format_many(samples)) without the objects). */
+/* format_joined(samples, sep, lead=b"", tail=b"") -> bytes: ``lead``, the events' JSON
+ * objects with ``sep`` between them, ``tail``, written into one buffer
+ * (lead + sep.join(format_many(samples)) + tail without the objects). */
 static PyObject *
 Formatter_format_joined(FormatterObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyBytes_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "format_joined(samples, sep: bytes)");
+    if (nargs < 2 || nargs > 4 || !PyBytes_Check(args[1])
+            || (nargs > 2 && !PyBytes_Check(args[2])) || (nargs > 3 && !PyBytes_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "format_joined(samples, sep: bytes, lead: bytes = b'', tail: bytes = b'')");
         return NULL;
     }
     PyObject *samples = args[0], *sep = args[1];
@@ -2191,6 +2194,8 @@ Formatter_format_joined(FormatterObject *self, PyObject *const *args, Py_ssize_t
     Out o;
     out_init(&o);
     PyObject *result = NULL;
+    if (nargs > 2 && out_put_bytes(&o, args[2]) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(samples); i++) {
         if (i && out_put_bytes(&o, sep) < 0)
             goto done;
@@ -2200,6 +2205,8 @@ Formatter_format_joined(FormatterObject *self, PyObject *const *args, Py_ssize_t
         if (rc < 0)
             goto done;
     }
+    if (nargs > 3 && out_put_bytes(&o, args[3]) < 0)
+        goto done;
     result = PyBytes_FromStringAndSize(o.data, o.len);
 done:
     out_free(&o);
@@ -2322,7 +2329,8 @@ static PyMethodDef Formatter_methods[] = {
     {"format_many", (PyCFunction)Formatter_format_many, METH_O,
      "format_many(samples) -> list of JSON event objects (bytes)"},
     {"format_joined", (PyCFunction)(void (*)(void))Formatter_format_joined, METH_FASTCALL,
-     "format_joined(samples, sep) -> bytes: sep.join(format_many(samples))"},
+     "format_joined(samples, sep, lead=b'', tail=b'') -> bytes: "
+     "lead + sep.join(format_many(samples)) + tail"},
     {NULL},
 };
 

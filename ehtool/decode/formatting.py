@@ -21,7 +21,9 @@ class Spliced(NamedTuple):
 
 
 class Joined(NamedTuple):
-    """``count`` formatted events already joined by the writer's separator."""
+    """``count`` formatted events framed as the writer joins them (its
+    :attr:`~ehtool.render.document.EventsWriter.joining`: a lead, the events with a
+    separator between them, a tail), so that it writes them in one call."""
 
     data: bytes
     count: int
@@ -32,19 +34,21 @@ Batch = list[bytes] | Spliced | Joined
 
 
 def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
-                   sep: bytes | None = None) -> Iterator[list[bytes] | Joined]:
+                   joining: tuple[bytes, bytes, bytes] | None = None,
+                   ) -> Iterator[list[bytes] | Joined]:
     """The formatted (and filtered) events of an open perf.data file, a list at a time;
-    with ``sep`` (the writer's :attr:`~ehtool.render.document.EventsWriter.separator`),
+    with ``joining`` (the writer's :attr:`~ehtool.render.document.EventsWriter.joining`),
     batches of samples come joined (:class:`Joined`: no bytes object per event)."""
     selection = options.selection
     filtered = selection is not None and (selection.needs_prefilter()
                                           or selection.needs_event())
     if not filtered and not options.nonsample:
-        if sep is not None:
+        if joining is not None:
+            lead, sep, tail = joining
             format_joined = fmt.format_joined
             for batch in f.batches(options.order, nonsample=False):
                 if batch:
-                    yield Joined(format_joined(batch, sep), len(batch))
+                    yield Joined(format_joined(batch, sep, lead, tail), len(batch))
             return
         format_many = fmt.format_many
         for batch in f.batches(options.order, nonsample=False):
@@ -57,10 +61,11 @@ def format_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions
         # together: the C loop's fast path, and rel/delta times see only printed events
         kept = selection.filter_batch(batch) if filtered else batch
         if not options.nonsample:
-            if sep is None:
+            if joining is None:
                 yield format_many(kept)
             elif kept:
-                yield Joined(fmt.format_joined(kept, sep), len(kept))
+                lead, sep, tail = joining
+                yield Joined(fmt.format_joined(kept, sep, lead, tail), len(kept))
             continue
         out: list[bytes] = []
         run: list = []

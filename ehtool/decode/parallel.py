@@ -121,7 +121,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             with workers.held_signals():  # a signal meanwhile is raised once pid is set
                 pid = _fork_chain(f, fmt, options, writer, outs, reports, targets)
             f.stop_at_split(targets[0])
-            yield from format_batches(f, fmt, options, writer.separator)
+            yield from format_batches(f, fmt, options, writer.joining)
         except BaseException:  # a fatal input error, a signal: the other parts are not wanted
             if pid:
                 _kill_group(pid)
@@ -245,7 +245,7 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
                             os._exit(1)
                 f.stop_at_split(targets[index])
             with open(os.dup(outs[index - 1].fileno()), "wb", buffering=1 << 20) as sink:
-                _write_part(format_batches(f, fmt, options, writer.separator),
+                _write_part(format_batches(f, fmt, options, writer.joining),
                             writer.continuation(sink), report)
             if options.selection is not None:
                 report.selection = options.selection.report()

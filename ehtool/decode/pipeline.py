@@ -217,7 +217,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
         if parts > 1:
             yield from split_batches(f, fmt, options, writer, problems, parts)
         else:
-            yield from format_batches(f, fmt, options, writer.separator)
+            yield from format_batches(f, fmt, options, writer.joining)
         if options.time == "iso" and not f.session.clock.utc_known and options.warn:
             options.warn(no_clock_warning(path))
         if problems:

@@ -38,11 +38,12 @@ class EventsWriter(Protocol):
 
     def events(self, events: list[bytes]) -> None: ...
 
-    #: what goes between two events of a batch (None: events are framed one by one)
-    separator: bytes | None
+    #: how a batch of events is framed to be written in one call: a lead, the separator
+    #: between two events, a tail (None: events are framed one by one)
+    joining: tuple[bytes, bytes, bytes] | None
 
     def joined(self, data: bytes, count: int) -> None:
-        """Write ``count`` events already joined by :attr:`separator`."""
+        """Write ``count`` events framed as :attr:`joining` says."""
         ...
 
     def continuation(self, out: BinaryIO, *, first: bool = False) -> EventsWriter:
@@ -79,7 +80,9 @@ class DocumentWriter:
         if pretty:
             self._first, self._next = b"\n    ", b",\n    "
             self._indent = indenter()
-        self.separator = None if pretty else self._next
+        # (each batch leads with its separator: a signal between two writes cannot
+        # leave a dangling comma before the closing)
+        self.joining = None if pretty else (self._next, self._next, b"")
         out.write((BOM if bom else b"") + b"{\n")
 
     def begin_file(self, name: str) -> None:
@@ -105,9 +108,10 @@ class DocumentWriter:
     def joined(self, data: bytes, count: int) -> None:
         if not count:
             return
-        # one call: a signal (or a worker asked to stop) cannot come between the lead
-        # and the events, and leave a dangling comma before the closing
-        self.out.writelines((self._next if self._events else self._first, data))
+        if self._events:
+            self.out.write(data)  # (one call: its lead and its events)
+        else:  # the array's first: its own lead (cut after it, the array stays JSON)
+            self.out.writelines((self._first, memoryview(data)[len(self._next):]))
         self._events += count
 
     def event(self, event: bytes) -> None:
@@ -155,7 +159,7 @@ class JsonLinesWriter:
         if pretty:
             raise ValueError("JSON Lines cannot be pretty-printed (one event per line)")
         self.out = out
-        self.separator = b"\n"
+        self.joining = (b"", b"\n", b"\n")
         if bom:
             out.write(BOM)
 
@@ -168,7 +172,7 @@ class JsonLinesWriter:
 
     def joined(self, data: bytes, count: int) -> None:
         if count:
-            self.out.writelines((data, b"\n"))  # (one call: see DocumentWriter.joined)
+            self.out.write(data)  # (one call: the events and their newlines)
 
     def event(self, event: bytes) -> None:
         self.out.write(event + b"\n")

@@ -161,15 +161,16 @@ class SampleFormatter:
             append(handler(sample))
         return out
 
-    def format_joined(self, samples: list, sep: bytes) -> bytes:
-        """``sep.join(self.format_many(samples))``, written by the C loop into one buffer
-        when it is built (no bytes object per event)."""
+    def format_joined(self, samples: list, sep: bytes, lead: bytes = b"",
+                      tail: bytes = b"") -> bytes:
+        """``lead + sep.join(self.format_many(samples)) + tail``, written by the C loop
+        into one buffer when it is built (no bytes object per event)."""
         if self._native is not None:
             try:
-                return self._native.format_joined(samples, sep)
+                return self._native.format_joined(samples, sep, lead, tail)
             except OverflowError:
                 pass  # as format_many
-        return sep.join(self.format_many(samples))
+        return lead + sep.join(self.format_many(samples)) + tail
 
     def format_record(self, record: Any) -> bytes | None:
         """A COMM, FORK, EXIT, LOST or LOST_SAMPLES record as an event (``--nonsample``):

@@ -110,7 +110,8 @@ def _mutated(src: Path, dst: Path) -> Path:
 @pytest.mark.parametrize("name", [*FILES, "mutated"])
 def test_format_joined_is_the_joined_format_many(name, time_mode, tmp_path, monkeypatch):
     """The C loop's one-buffer output (Formatter.format_joined, which runs the C renderers
-    straight into it) is sep.join of its per-event objects and of the pure-Python ones."""
+    straight into it) is sep.join of its per-event objects and of the pure-Python ones,
+    between the lead and the tail it is given."""
     from ehtool.perfdata import PerfDataFile
     from ehtool.render.events import SampleFormatter
     from ehtool.render.style import SPACED
@@ -143,8 +144,10 @@ def test_format_joined_is_the_joined_format_many(name, time_mode, tmp_path, monk
             for batch in f.batches("time", nonsample=False):
                 if how == "joined":
                     out.append(fmt.format_joined(batch, sep))
+                    out.append(fmt.format_joined(batch, sep, b"<", b">\n"))
                 else:
                     out.append(sep.join(fmt.format_many(batch)))
+                    out.append(b"<" + sep.join(fmt.format_many(batch)) + b">\n")
         return out
 
     joined = formatted("joined")
@@ -242,3 +245,45 @@ def _decoded(monkeypatch, path: Path, options, pure: bool) -> bytes:
     out = io.BytesIO()
     assert decode_to(out, [str(path)], options) == []
     return out.getvalue()
+
+
+@pytest.mark.parametrize("jsonl", [False, True])
+def test_a_joined_batch_is_written_in_one_call(jsonl):
+    """After the first, each batch goes to the output in one write, its lead (or its
+    newlines) included: a signal raised between two writes (Python checks for them
+    inside a buffered write) left a dangling comma before the closing."""
+    import io
+    import json
+
+    from ehtool.decode.formatting import Joined
+    from ehtool.render.document import DocumentWriter, JsonLinesWriter
+
+    class Calls(io.BytesIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[bytes] = []
+
+        def write(self, data) -> int:
+            self.calls.append(bytes(data))
+            return super().write(data)
+
+        def writelines(self, parts) -> None:
+            for part in parts:
+                self.write(part)
+
+    out = Calls()
+    writer = (JsonLinesWriter if jsonl else DocumentWriter)(out)
+    writer.begin_file("f")
+    lead, sep, tail = writer.joining
+    events = [b'{ "a": 1 }', b'{ "b": 2 }']
+    for _ in range(3):
+        writer.joined(Joined(lead + sep.join(events) + tail, 2).data, 2)
+    writer.close()
+    with_events = [call for call in out.calls if b'"a"' in call]
+    assert len(with_events) == 3
+    assert with_events[1] == with_events[2] == lead + sep.join(events) + tail
+    if not jsonl:
+        assert json.loads(out.getvalue()) == {"f": [{"a": 1}, {"b": 2}] * 3}
+    else:
+        assert [json.loads(line) for line in out.getvalue().splitlines()] == [
+            {"a": 1}, {"b": 2}] * 3
