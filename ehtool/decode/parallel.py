@@ -322,7 +322,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                                                        fd, report_file), holds=True)
                     proc = _FileWorker(worker, report_file)
                     spawned.append(proc)
-            running.append(_Task(index, path, proc, limit, _input_size(path)))
+            running.append(_Task(index, path, proc, limit, input_size(path)))
             running.sort(key=lambda t: t.index)
 
     try:
@@ -423,11 +423,15 @@ class _Pace:
         return size * self.time / self.bytes if self.bytes else 0.0
 
 
-def _input_size(path: str) -> int:
+def input_size(path: str) -> int:
+    """Bytes in a regular input file; 0 for stdin, pipes and missing files."""
+    if path == "-":
+        return 0
     try:
-        return os.stat(path).st_size
+        st = os.stat(path)
     except OSError:
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 #: a file worker's task: the index of its input in ``paths``, and the bytes it may keep

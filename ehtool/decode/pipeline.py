@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
-from ehtool.decode.parallel import WorkerReport, concurrent_files, parts_for, split_batches
+from ehtool.decode.parallel import (
+    WorkerReport,
+    concurrent_files,
+    input_size,
+    parts_for,
+    split_batches,
+)
 from ehtool.errors import EhtoolError, InputError, combined, input_name
 from ehtool.render.meta_keys import FILE_KEY
 from ehtool.render.times import no_clock_warning
@@ -103,7 +109,7 @@ class _Progress:
 
     def __init__(self, report: Callable[[int, int], None] | None, inputs: list[str]) -> None:
         self.report = report
-        self.sizes = [_input_size(path) for path in inputs] if report is not None else []
+        self.sizes = [input_size(path) for path in inputs] if report is not None else []
         self.total = 0 if 0 in self.sizes else sum(self.sizes)
         self.done = 0
         #: the PerfDataFile being read (its ``position``), or None
@@ -156,20 +162,6 @@ def _preload(options: DecodeOptions) -> None:
     from ehtool.speedups import load
 
     load()
-
-
-def _input_size(path: str) -> int:
-    """Bytes in a regular input file; 0 for stdin, pipes and missing files."""
-    import os
-    import stat
-
-    if path == "-":
-        return 0
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 0
-    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def _batches(path: str, options: DecodeOptions, progress: _Progress,

@@ -504,7 +504,7 @@ import ehtool.decode.parallel as parallel
 import ehtool.workers as workers
 from ehtool.cli import main
 
-real_give, real_size = workers.give, parallel._input_size
+real_give, real_size = workers.give, parallel.input_size
 given, what = [], sys.argv[1]
 
 def give(w, task):
@@ -524,7 +524,7 @@ def size(path):
         raise KeyboardInterrupt  # (what SIGINT's handler raises there)
     return real_size(path)
 
-workers.give, parallel._input_size = give, size
+workers.give, parallel.input_size = give, size
 sys.argv = ["ehtool", "decode", "-j", "2", *sys.argv[2:]]
 main()
 """
