@@ -7,8 +7,11 @@ times ``ehtool decode -j 1`` and ``-j 2`` on all of them, alternating, output to
 /dev/null. Beside them, the floor for any way of sharing the work between two
 processes: two independent ``-j 1`` commands, each on half of the files, side by side
 (each pays the interpreter's start; nothing is handed over). Prints the median and the
-best run of each; run it with the Python of the installation you measure (a venv's
-start is shorter than one with an editable install's finder).
+best run of each, and the median of each round's ratio to that round's ``-j 1`` (the
+runs of a round are seconds apart: on a machine whose speed drifts, as a shared VM's
+does, this ratio moves less than the ratio of the medians). Run it with the Python of
+the installation you measure (a venv's start is shorter than one with an editable
+install's finder).
 """
 
 from __future__ import annotations
@@ -66,10 +69,13 @@ def main() -> None:
         walls["two -j 1 side by side"].append(time.perf_counter() - start)
     one = statistics.median(walls["-j 1"])
     print(f"{args.files} files of {args.events:,} events ({first.stat().st_size / 1e6:.0f} MB "
-          f"each), {args.repeat} alternating runs (median, best; ratio to -j 1's):")
+          f"each), {args.repeat} alternating runs (median, best; their ratios to -j 1's; "
+          "median of each round's ratio):")
     for name, times in walls.items():
+        rounds = statistics.median(t / j1 for t, j1 in zip(times, walls["-j 1"], strict=True))
         print(f"  {name:22} {statistics.median(times):.3f} s  {min(times):.3f} s  "
-              f"{statistics.median(times) / one:.2f}x  {min(times) / min(walls['-j 1']):.2f}x")
+              f"{statistics.median(times) / one:.2f}x  {min(times) / min(walls['-j 1']):.2f}x  "
+              f"{rounds:.2f}x")
     if args.keep is None:
         shutil.rmtree(work)
 
