@@ -21,6 +21,7 @@ straight to text.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,18 +119,22 @@ class SampleConverter:
         error = None
         if eh_offset is not None:
             try:
-                eh = self.decoder.decode(fmt.name, raw, eh_offset,
-                                         None if only is None else self._encoded(only))
+                parts = self.decoder.decode_parts(fmt.name, raw, eh_offset,
+                                                  None if only is None else self._encoded(only))
             except EventHeaderError as exc:
-                eh, error = None, str(exc)
-            if eh is not None:
-                meta.update(id=eh.id, version=eh.version, level=eh.level, keyword=eh.keyword,
-                            opcode=eh.opcode, tag=eh.tag, activity=eh.activity,
-                            related_activity=eh.related_activity, options=eh.options,
-                            flags=eh.flags)
-                return Event(f"{eh.provider}:{eh.name}", eh.provider, eh.name, sample.time,
-                             meta, eh.fields, sample.desc.name, True, utc, None,
-                             sample.offset)
+                parts, error = None, str(exc)
+            if parts is not None:
+                layout, act, fields = parts
+                flags, version, ident, tag, opcode, level = layout.header
+                info = layout.name
+                meta.update(id=ident, version=version, level=level, keyword=info.keyword,
+                            opcode=opcode, tag=tag,
+                            activity=uuid.UUID(bytes=act[:16]) if act else None,
+                            related_activity=(uuid.UUID(bytes=act[16:32])
+                                              if act and len(act) == 32 else None),
+                            options=info.options, flags=flags)
+                return Event(layout.title, info.provider, layout.event_name, sample.time,
+                             meta, fields, sample.desc.name, True, utc, None, sample.offset)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
         else:

@@ -11,6 +11,7 @@ name's level, a metadata extension); the JSON renderer uses it too.
 
 from __future__ import annotations
 
+import struct
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ehtool.eventheader.enums import (
+    EXTENSION_KIND_CHAIN_FLAG,
     HEADER_FLAGS_KNOWN,
     STRUCT_NESTING_LIMIT,
+    ExtensionKind,
     FieldEncoding,
     HeaderFlags,
 )
@@ -28,14 +31,16 @@ from ehtool.eventheader.grammar import (
     EventHeaderError,
     FieldDef,
     count_struct,
+    extension_struct,
     header_struct,
     parse_extensions,
     parse_metadata,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 
-__all__ = ["EventHeaderEvent", "EventHeaderError", "Fields", "NameInfo", "RawEvent",
-           "TypedDecoder", "field_extractor", "parse_name", "read_event"]
+__all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo", "RawEvent",
+           "TypedDecoder", "field_extractor", "fields_reader", "parse_name", "prefix_key",
+           "read_event"]
 
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
@@ -172,6 +177,31 @@ def read_event(name: NameInfo | None, data: bytes, offset: int = 0) -> RawEvent 
     return RawEvent(little, header, metadata, activity, pos)
 
 
+_EXTENSION_HEADER = {True: extension_struct(True), False: extension_struct(False)}
+_ACTIVITY_CHAINED = ExtensionKind.ACTIVITY_ID | EXTENSION_KIND_CHAIN_FLAG
+
+
+def prefix_key(data: bytes, offset: int, event: RawEvent) -> tuple[bytes, bytes, int] | None:
+    """What makes another event of a tracepoint read as ``event`` (read by
+    :func:`read_event` from ``data[offset:]``) up to its field data, when its extensions
+    are its activity ids (optional), then its metadata: ``(first, expect, activity_size)``,
+    the event's first 12 bytes (header, first extension header), the bytes that must
+    follow them after ``activity_size`` bytes of activity ids (the metadata extension),
+    and that size. None for other extension layouts (read them with read_event)."""
+    little, _, metadata, activity, pos = event
+    ext = _EXTENSION_HEADER[little]
+    size, kind = ext.unpack_from(data, offset + 8)
+    if kind == ExtensionKind.METADATA and size == len(metadata):
+        return data[offset:offset + 12], metadata, 0
+    if activity is not None and kind == _ACTIVITY_CHAINED and size == len(activity):
+        # then exactly one more extension: the metadata, not chained
+        expect = data[offset + 12 + size:pos]
+        if (ext.unpack_from(expect) == (len(metadata), ExtensionKind.METADATA)
+                and expect[4:] == metadata):
+            return data[offset:offset + 12], expect, size
+    return None
+
+
 # -- typed values ----------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +232,14 @@ class TypedDecoder:
 
     def __init__(self, cache_size: int = 1024) -> None:
         self._names: dict[str, NameInfo | None] = {}
-        self._metadata: OrderedDict[tuple[bool, bytes], tuple[str, str, list[FieldDef]]] = (
-            OrderedDict())
+        self._metadata: OrderedDict[tuple[bool, bytes], _Metadata] = OrderedDict()
         self._cache_size = cache_size
         #: (byte order, metadata, only) -> the walk that keeps only those fields
         self._plans: dict[tuple[bool, bytes, frozenset[bytes]], list[tuple[int, Any]]] = {}
+        #: tracepoint -> an event's first 12 bytes (:func:`prefix_key`) -> the layouts
+        #: read before with those bytes, by the size of the activity ids and of the
+        #: bytes expected after them: [(activity size, expect size, {expect: layout})]
+        self._layouts: dict[str, dict[bytes, list[tuple[int, int, dict]]]] = {}
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
@@ -221,11 +254,15 @@ class TypedDecoder:
         """What an event is without decoding its fields: (name info, header parts,
         event name), or None when it is not EventHeader. Raises EventHeaderError for
         malformed metadata."""
-        name = self._name(tracepoint_name)
-        raw = read_event(name, bytes(data), offset)
-        if raw is None:
+        if type(data) is not bytes:
+            data = bytes(data)
+        found = self._layout(tracepoint_name, data, offset)
+        if found is None:
             return None
-        return name, raw, self._parse(raw.metadata, raw.little)[0]
+        layout, activity = found
+        raw = RawEvent(layout.little, layout.header, layout.metadata, activity,
+                       offset + layout.skip)
+        return layout.name, raw, layout.event_name
 
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
                offset: int = 0, only: frozenset[bytes] | None = None) -> EventHeaderEvent | None:
@@ -233,47 +270,123 @@ class TypedDecoder:
         raises EventHeaderError when it is but is malformed. ``only``: keep just the
         top-level fields of these names (the others are stepped over, and checked
         as a whole decode checks them)."""
-        data = bytes(data)
+        parts = self.decode_parts(tracepoint_name, data, offset, only)
+        if parts is None:
+            return None
+        layout, act, fields = parts
+        name = layout.name
+        flags, version, ident, tag, opcode, level = layout.header
+        return EventHeaderEvent(
+            name.provider, layout.event_name, layout.attributes, name.options, level,
+            name.keyword, opcode, ident, version, tag, flags,
+            uuid.UUID(bytes=act[:16]) if act else None,
+            uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, fields)
+
+    def decode_parts(self, tracepoint_name: str, data: bytes | memoryview, offset: int = 0,
+                     only: frozenset[bytes] | None = None,
+                     ) -> tuple[EventLayout, bytes | None, Fields] | None:
+        """:meth:`decode` without the object: ``(layout, activity ids, fields)``."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        found = self._layout(tracepoint_name, data, offset)
+        if found is None:
+            return None
+        layout, act = found
+        if layout.too_many:
+            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+        payload = offset + layout.skip
+        if only is None:
+            return layout, act, layout.read(data, payload, offset)
+        key = (layout.little, layout.metadata, only)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= self._cache_size:
+                self._plans.clear()
+            plan = self._plans[key] = _skip_plan(layout.defs, only)
+        return layout, act, _Walker(data, layout.little, offset).planned(plan, payload)
+
+    def _layout(self, tracepoint_name: str, data: bytes,
+                offset: int) -> tuple[EventLayout, bytes | None] | None:
+        """The layout of the event at ``data[offset:]`` and its activity ids, or None
+        when it is not EventHeader; read by :func:`read_event`, or found by the bytes
+        that made an event of this tracepoint read so before (:func:`prefix_key`)."""
+        per_name = self._layouts.get(tracepoint_name)
+        if per_name is not None:
+            for activity_size, size, by_expect in per_name.get(data[offset:offset + 12], ()):
+                start = offset + 12 + activity_size
+                layout = by_expect.get(data[start:start + size])
+                if layout is not None:
+                    return layout, data[offset + 12:start] if activity_size else None
         name = self._name(tracepoint_name)
         raw = read_event(name, data, offset)
         if raw is None:
             return None
-        event_name, attributes, defs = self._parse(raw.metadata, raw.little)
-        if len(defs) > TOP_LEVEL_FIELD_LIMIT:
-            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-        walker = _Walker(data, raw.little, offset)
-        if only is None:
-            fields, _ = walker.members(defs, raw.payload, 1)
-        else:
-            key = (raw.little, raw.metadata, only)
-            plan = self._plans.get(key)
-            if plan is None:
-                if len(self._plans) >= self._cache_size:
-                    self._plans.clear()
-                plan = self._plans[key] = _skip_plan(defs, only)
-            fields = walker.planned(plan, raw.payload)
-        act = raw.activity
-        flags, version, ident, tag, opcode, level = raw.header
-        return EventHeaderEvent(
-            name.provider, event_name, attributes, name.options, level, name.keyword, opcode,
-            ident, version, tag, flags,
-            uuid.UUID(bytes=act[:16]) if act else None,
-            uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, fields)
+        assert name is not None  # (read_event said so)
+        meta = self._parse(raw.metadata, raw.little)
+        layout = EventLayout(name, raw.header, raw.little, raw.metadata, meta.event_name,
+                         meta.attributes, meta.defs, len(meta.defs) > TOP_LEVEL_FIELD_LIMIT,
+                         meta.read, raw.payload - offset, f"{name.provider}:{meta.event_name}")
+        key = prefix_key(data, offset, raw)
+        if key is not None:
+            if per_name is None:
+                if len(self._layouts) >= self._cache_size:
+                    self._layouts.clear()
+                per_name = self._layouts[tracepoint_name] = {}
+            if len(per_name) >= self._cache_size:
+                per_name.clear()
+            first, expect, activity_size = key
+            groups = per_name.setdefault(first, [])
+            for group in groups:
+                if group[:2] == (activity_size, len(expect)):
+                    if len(group[2]) >= self._cache_size:
+                        group[2].clear()
+                    group[2][expect] = layout
+                    break
+            else:
+                groups.insert(0, (activity_size, len(expect), {expect: layout}))
+                del groups[16:]
+        return layout, raw.activity
 
-    def _parse(self, metadata: bytes, little: bool) -> tuple[str, str, list[FieldDef]]:
+    def _parse(self, metadata: bytes, little: bool) -> _Metadata:
         key = (little, metadata)
         hit = self._metadata.get(key)
         if hit is None:
             name, defs = parse_metadata(metadata, little)
             event_name, _, attributes = name.partition(b";")
-            hit = (event_name.decode("utf-8", "replace"), attributes.decode("utf-8", "replace"),
-                   defs)
+            hit = _Metadata(event_name.decode("utf-8", "replace"),
+                            attributes.decode("utf-8", "replace"), defs,
+                            fields_reader(defs, little))
             self._metadata[key] = hit
             if len(self._metadata) > self._cache_size:
                 self._metadata.popitem(last=False)
         else:
             self._metadata.move_to_end(key)
         return hit
+
+
+class _Metadata(NamedTuple):
+    """What an event's metadata says, parsed once."""
+
+    event_name: str
+    attributes: str
+    defs: list[FieldDef]
+    read: Callable[[bytes, int, int], Fields]  # fields_reader(defs, byte order)
+
+
+class EventLayout(NamedTuple):
+    """What an event's bytes before its field data say (all but its activity ids)."""
+
+    name: NameInfo
+    header: tuple[int, ...]  # flags, version, id, tag, opcode, level
+    little: bool
+    metadata: bytes
+    event_name: str
+    attributes: str
+    defs: list[FieldDef]
+    too_many: bool  # more than TOP_LEVEL_FIELD_LIMIT top-level fields
+    read: Callable[[bytes, int, int], Fields]
+    skip: int  # the field data's offset from the event's start
+    title: str  # ``provider:event``
 
 
 def _skip_plan(defs: list[FieldDef], only: frozenset[bytes]) -> list[tuple[int, Any]]:
@@ -349,6 +462,26 @@ def field_extractor(defs: list[FieldDef], little: bool,
     return extract
 
 
+def fields_reader(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], Fields]:
+    """``read(data, pos, origin)``: the fields of a payload at ``data[pos:]`` (the event
+    at ``origin``) as the walk reads them (:meth:`_Walker.members`), each top-level field
+    by its compiled reader (:func:`_reader`). A payload a reader cannot take (a value
+    past the end) is left to the walk, which raises what it raises."""
+    steps = tuple((d.name.decode("utf-8", "replace"), _reader(d, little)) for d in defs)
+
+    def read(data: bytes, pos: int, origin: int) -> Fields:
+        start = pos
+        out = []
+        try:
+            for name, read_one in steps:
+                value, pos = read_one(data, pos, little, origin)
+                out.append((name, value))
+        except struct.error:  # (a fixed-size value past the end)
+            return _Walker(data, little, origin).members(defs, start, 1)[0]
+        return Fields(out)
+    return read
+
+
 def _reader(d: FieldDef, little: bool) -> Callable[[bytes, int, bool, int], tuple[Any, int]]:
     """``read(data, pos, little, origin) -> (value, pos after)`` of one top-level field
     as :meth:`_Walker.value` reads it: fixed-size values and arrays of them in place,
@@ -357,6 +490,8 @@ def _reader(d: FieldDef, little: bool) -> Callable[[bytes, int, bool, int], tupl
     if d.error is not None or size is None or d.encoding == FieldEncoding.STRUCT:
         def walk(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
             return _Walker(data, little, origin).value(d, pos, 1)
+        if d.error is None and d.array is None and d.encoding in UNIT_SIZES:
+            return _string_reader(d, little, walk)
         return walk
     at = fixed_kind(size, d.format, little).reader
     if d.array is None:
@@ -374,6 +509,34 @@ def _reader(d: FieldDef, little: bool) -> Callable[[bytes, int, bool, int], tupl
         end = pos + 2 + count(data, pos)[0] * size
         return [at(data, q) for q in range(pos + 2, end, size)], end
     return variable
+
+
+def _string_reader(d: FieldDef, little: bool, walk: Callable[[bytes, int, bool, int],
+                   tuple[Any, int]]) -> Callable[[bytes, int, bool, int], tuple[Any, int]]:
+    """The reader of a string field (not an array): its value in place when it is
+    there whole, else ``walk`` (which raises the walk's error)."""
+    typed = string_kind(d.encoding, d.format, little).typed
+    unit = UNIT_SIZES[d.encoding]
+    if d.encoding in ZSTRINGS:
+        if unit != 1:
+            return walk  # (a terminator of 2 or 4 bytes: the walk's search)
+
+        def zstring(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
+            end = data.find(b"\0", pos)
+            if end < 0:
+                return walk(data, pos, little, origin)
+            return typed(data[pos:end]), end + 1
+        return zstring
+    count = _U16[little].unpack_from
+
+    def counted(data: bytes, pos: int, little: bool, origin: int) -> tuple[Any, int]:
+        start = pos + 2
+        if start <= len(data):
+            end = start + count(data, pos)[0] * unit
+            if end <= len(data):
+                return typed(data[start:end]), end
+        return walk(data, pos, little, origin)
+    return counted
 
 
 class _Walker:

@@ -25,9 +25,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ehtool.eventheader.decoder import NameInfo, parse_name, read_event
-from ehtool.eventheader.enums import EXTENSION_KIND_CHAIN_FLAG, ExtensionKind
-from ehtool.eventheader.grammar import EventHeaderError, extension_struct
+from ehtool.eventheader.decoder import (
+    NameInfo,
+    RawEvent,
+    parse_name,
+    prefix_key,
+    read_event,
+)
+from ehtool.eventheader.grammar import EventHeaderError
 from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.render.style import JsonStyle
 from ehtool.speedups import load
@@ -35,9 +40,6 @@ from ehtool.values import text as v
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
 
-_EXTENSION = {True: extension_struct(True), False: extension_struct(False)}
-#: an activity-id extension followed by another (the metadata)
-_ACTIVITY_CHAINED = ExtensionKind.ACTIVITY_ID | EXTENSION_KIND_CHAIN_FLAG
 _META_KEYS = ("id", "version", "level", "keyword", "opcode", "tag", "activity",
               "relatedActivity")
 
@@ -246,7 +248,7 @@ class EventHeaderDecoder:
         info = self._info(tracepoint_name, name, header, plan)
         related = activity[16:32] if activity is not None and len(activity) == 32 else None
         act = activity[:16] if activity is not None else None
-        self._remember(tracepoint_name, data, offset, little, metadata, activity, pos, info)
+        self._remember(tracepoint_name, data, offset, event, info)
         meta = info.meta if act is None else self._activity_meta(info.meta, act, related)
         return info.name_json, plan.render(data, pos, offset), meta, info, act, related, pos
 
@@ -284,22 +286,14 @@ class EventHeaderDecoder:
                 self._header_meta(ident, version, level, name.keyword, opcode, tag))
         return info
 
-    def _remember(self, tracepoint: str, data: bytes, offset: int, little: bool,
-                  metadata: bytes, activity: bytes | None, pos: int, info: EventInfo) -> None:
+    def _remember(self, tracepoint: str, data: bytes, offset: int, event: RawEvent,
+                  info: EventInfo) -> None:
         """Fast-path entry for events whose extensions are [activity id,] metadata."""
-        ext = _EXTENSION[little]
-        size, kind = ext.unpack_from(data, offset + 8)
-        if kind == ExtensionKind.METADATA and size == len(metadata):
-            expect, activity_size = metadata, 0
-        elif activity is not None and kind == _ACTIVITY_CHAINED and size == len(activity):
-            # then exactly one more extension: the metadata, not chained
-            expect, activity_size = data[offset + 12 + size:pos], size
-            if (ext.unpack_from(expect) != (len(metadata), ExtensionKind.METADATA)
-                    or expect[4:] != metadata):
-                return
-        else:
+        key = prefix_key(data, offset, event)
+        if key is None:
             return
-        first = data[offset:offset + 12]
+        first, expect, activity_size = key
+        pos = event.payload
         per_name = self.fast_cache.get(tracepoint)
         if per_name is None:
             if len(self.fast_cache) >= PLAN_CACHE_MAX:  # (the process's: bounded too)
@@ -319,7 +313,7 @@ class EventHeaderDecoder:
             # (header, extension header, metadata), which no 12-byte key can equal
             if type(known) is FastEntry:
                 per_name[first + known.expect] = known
-            per_name[first] = 12 + size
+            per_name[first] = 12 + len(expect)
             per_name[first + expect] = entry
 
     # -- meta -------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""The typed decoder's fast path gives what its reference walk gives.
+
+``TypedDecoder.decode`` finds an event's layout by the bytes that made an earlier event
+of its tracepoint read so (``prefix_key``), and reads the fields with readers compiled
+per metadata (``fields_reader``). The reference here is the walk without either: the
+event read by ``read_event``, its metadata parsed, every field walked
+(``_Walker.members``). Both must agree on every EventHeader event of the reference .dat
+capture, of the reference recording and of examples/eventheader.data, and on seeded
+mutations of them (the decoder warmed with the originals first, so that mutated events
+meet remembered layouts): the same result, or the same error message.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+from fuzz.harness import mutate
+
+from ehtool.eventheader.dat import iter_dat
+from ehtool.eventheader.decoder import (
+    TOP_LEVEL_FIELD_LIMIT,
+    EventHeaderError,
+    TypedDecoder,
+    _Walker,
+    parse_name,
+    read_event,
+)
+from ehtool.eventheader.grammar import parse_metadata
+from golden import golden_path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
+
+
+def _recorded(path: Path) -> list[tuple[str, bytes, int]]:
+    from ehtool.perfdata import PerfDataFile
+
+    with PerfDataFile.open(str(path)) as f:
+        return [(s.desc.format.name, bytes(s.raw), s.desc.format.eventheader_offset)
+                for s in f.samples("file")
+                if getattr(s.desc.format, "eventheader_offset", None) is not None]
+
+
+@pytest.fixture(scope="module")
+def events() -> list[tuple[str, bytes, int]]:
+    dat = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
+    return ([(name, data, 0) for name, data in iter_dat(dat)]
+            + _recorded(golden_path("linuxtracepoints/perf.data")) + _recorded(EXAMPLE))
+
+
+def _reference(name: str, data: bytes, offset: int) -> tuple | None:
+    """The decode by the plain walk: the event's parts as decode() returns them."""
+    info = parse_name(name)
+    raw = read_event(info, data, offset)
+    if raw is None:
+        return None
+    event_name, defs = parse_metadata(raw.metadata, raw.little)
+    if len(defs) > TOP_LEVEL_FIELD_LIMIT:
+        raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+    fields, _ = _Walker(data, raw.little, offset).members(defs, raw.payload, 1)
+    act = raw.activity
+    event, _, attributes = event_name.partition(b";")
+    flags, version, ident, tag, opcode, level = raw.header
+    return (info.provider, event.decode("utf-8", "replace"),
+            attributes.decode("utf-8", "replace"), info.options, level, info.keyword, opcode,
+            ident, version, tag, flags, uuid.UUID(bytes=act[:16]) if act else None,
+            uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, repr(fields))
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args), None
+    except EventHeaderError as exc:
+        return None, str(exc)
+
+
+def _check(typed: TypedDecoder, name: str, data: bytes, offset: int) -> bool:
+    """True when the event decoded."""
+    want, want_error = _outcome(_reference, name, data, offset)
+    got, got_error = _outcome(typed.decode, name, data, offset)
+    assert got_error == want_error, (name, data)
+    if got is not None:
+        got = (got.provider, got.name, got.attributes, got.options, got.level, got.keyword,
+               got.opcode, got.id, got.version, got.tag, got.flags, got.activity,
+               got.related_activity, repr(got.fields))  # repr: NaN, and types
+    assert got == want, (name, data)
+    return got is not None
+
+
+def test_every_reference_event(events):
+    typed = TypedDecoder()
+    for _ in range(2):  # the second time from remembered layouts
+        assert sum(_check(typed, *event) for event in events) > len(events) * 0.9
+    assert typed._layouts  # (the fast path was taken)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mutated_events(events, seed):
+    rng = random.Random(seed)
+    typed = TypedDecoder()
+    for one in events:
+        _check(typed, *one)  # the originals remembered: mutations meet their layouts
+    outcomes = {True: 0, False: 0}
+    for _ in range(3000):
+        name, data, offset = rng.choice(events)
+        if rng.random() < 0.3:
+            data, offset = mutate(rng, data[offset:]), 0  # anywhere: header, extensions
+        else:  # the field data: bytes changed, cut
+            start = read_event(parse_name(name), data, offset).payload
+            data = bytearray(data)
+            for _ in range(rng.randint(1, 3)):
+                if rng.random() < 0.3 and len(data) > start + 1:
+                    del data[rng.randrange(start, len(data)):]
+                elif len(data) > start:
+                    data[rng.randrange(start, len(data))] = rng.randrange(256)
+            data = bytes(data)
+        outcomes[_check(typed, name, data, offset)] += 1
+    assert outcomes[True] > 1000 and outcomes[False] > 300, outcomes
+
+
+def test_events_with_activity_ids_and_shared_first_bytes():
+    """Two metadata behind the same 12 first bytes, with and without activity ids:
+    each event is read by its own layout, with its own ids."""
+    from ehtool.eventheader.enums import FieldEncoding as E
+
+    from .helpers import event, fd
+
+    typed = TypedDecoder()
+    a = event([fd(b"x", E.VALUE32)], b"\x01\x00\x00\x00", name=b"A")
+    b = event([fd(b"y", E.VALUE32)], b"\x02\x00\x00\x00", name=b"B")
+    assert a[:12] == b[:12] and a[12:] != b[12:]
+    ids = [uuid.uuid4().bytes + uuid.uuid4().bytes for _ in range(3)]
+    with_ids = [event([fd(b"x", E.VALUE32)], b"\x03\x00\x00\x00", name=b"A", activity=i)
+                for i in ids]
+    for _ in range(2):
+        for data in (a, b, *with_ids):
+            assert _check(typed, "P_L5K1", data, 0)
+    got = [typed.decode("P_L5K1", data) for data in with_ids]
+    assert [g.activity.bytes + g.related_activity.bytes for g in got] == ids
+    assert [typed.decode("P_L5K1", d).name for d in (a, b)] == ["A", "B"]
