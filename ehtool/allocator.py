@@ -31,3 +31,19 @@ def keep_freed_memory() -> None:
         return
     mallopt(M_MMAP_THRESHOLD, MMAP_BYTES)
     mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)
+
+
+#: allocations (net of frees) between two collections of the youngest generation while
+#: decoding: the default, 700, had the collector walk the batch in hand over and over
+#: (a batch of events is thousands of objects made and dropped together). Measured on
+#: 2026-11-26, ``--format parquet`` of 250,000 EventHeader events: 2,386 collections ->
+#: 26, 15% less time.
+YOUNG_COLLECTION_ALLOCATIONS = 50_000
+
+
+def fewer_collections() -> None:
+    """Collect the youngest generation every YOUNG_COLLECTION_ALLOCATIONS (this
+    process; for the commands that decode)."""
+    import gc
+
+    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *gc.get_threshold()[1:])

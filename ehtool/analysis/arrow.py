@@ -131,63 +131,67 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     names = out_schema.names
     # without the fields column no field is decoded (the events are still checked whole)
     only = None if "fields" in names else ()
-    getters = [COLUMNS[n] for n in names]
-    rows: list[list] = [[] for _ in names]
-    count = 0
+    files: list[str] = []  # each row's input
+    evs: list[Any] = []
     for path in paths:
+        name = input_name(path)
         try:
             with open_events(path, fields=only, part=part, on_error=on_error) as events:
                 for ev in events:
-                    for column, get in zip(rows, getters, strict=True):
-                        column.append(get(path, ev))
-                    count += 1
-                    if count == BATCH_ROWS:
-                        yield _batch(pa, rows, out_schema)
-                        rows = [[] for _ in names]
-                        count = 0
+                    evs.append(ev)
+                    files.append(name)
+                    if len(evs) == BATCH_ROWS:
+                        yield _batch(pa, files, evs, out_schema)
+                        files, evs = [], []
         except InputError as exc:
             if on_fatal is not None:
                 on_fatal(exc)
                 continue
-            if count:  # the complete events before the problem, then the problem
-                yield _batch(pa, rows, out_schema)
+            if evs:  # the complete events before the problem, then the problem
+                yield _batch(pa, files, evs, out_schema)
             raise
-    if count:
-        yield _batch(pa, rows, out_schema)
+    if evs:
+        yield _batch(pa, files, evs, out_schema)
 
 
-def _batch(pa: Any, columns: list[list], schema: Any) -> Any:
+def _batch(pa: Any, files: list[str], evs: list[Any], schema: Any) -> Any:
     return pa.RecordBatch.from_arrays(
-        [_array(pa, column, f.type) for column, f in zip(columns, schema, strict=True)],
-        schema=schema)
+        [to_array(pa, COLUMNS[f.name](files, evs), f.type) for f in schema], schema=schema)
 
 
-def _array(pa: Any, values: list, type_: Any) -> Any:
+def to_array(pa: Any, values: list, type_: Any) -> Any:
+    """``values`` as an Arrow array of ``type_`` (strings with lone surrogates kept as
+    :func:`storable` keeps them)."""
     try:
         return pa.array(values, type=type_)
     except UnicodeEncodeError:  # a lone surrogate (a name, a path) in a string column
         return pa.array([storable(v) for v in values], type=type_)
 
 
-#: column name -> its value for (input path, typed event)
-COLUMNS: dict[str, Any] = {
-    "file": lambda path, ev: input_name(path),
-    "time": lambda path, ev: ev.utc_ns,
-    "session_time": lambda path, ev: ev.time,
-    "cpu": lambda path, ev: ev.meta.get("cpu"),
-    "pid": lambda path, ev: ev.meta.get("pid"),
-    "tid": lambda path, ev: ev.meta.get("tid"),
-    "comm": lambda path, ev: ev.meta.get("comm"),
-    "provider": lambda path, ev: ev.provider,
-    "event": lambda path, ev: ev.event,
-    "level": lambda path, ev: ev.meta.get("level"),
-    "keyword": lambda path, ev: ev.meta.get("keyword"),
-    "opcode": lambda path, ev: ev.meta.get("opcode"),
-    "id": lambda path, ev: ev.meta.get("id"),
-    "version": lambda path, ev: ev.meta.get("version"),
-    "activity": lambda path, ev: _text(ev.meta.get("activity")),
-    "related_activity": lambda path, ev: _text(ev.meta.get("related_activity")),
-    "fields": lambda path, ev: fields_json(ev.fields),
+def _meta(key: str) -> Callable[[list[str], list[Any]], list]:
+    return lambda files, evs: [ev.meta.get(key) for ev in evs]
+
+
+#: column name -> its values for rows of (input name, typed event): ``column(files, evs)``
+COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
+    "file": lambda files, evs: files,
+    "time": lambda files, evs: [ev.utc_ns for ev in evs],
+    "session_time": lambda files, evs: [ev.time for ev in evs],
+    "cpu": _meta("cpu"),
+    "pid": _meta("pid"),
+    "tid": _meta("tid"),
+    "comm": _meta("comm"),
+    "provider": lambda files, evs: [ev.provider for ev in evs],
+    "event": lambda files, evs: [ev.event for ev in evs],
+    "level": _meta("level"),
+    "keyword": _meta("keyword"),
+    "opcode": _meta("opcode"),
+    "id": _meta("id"),
+    "version": _meta("version"),
+    "activity": lambda files, evs: [_text(ev.meta.get("activity")) for ev in evs],
+    "related_activity": lambda files, evs: [_text(ev.meta.get("related_activity"))
+                                            for ev in evs],
+    "fields": lambda files, evs: [fields_json(ev.fields) for ev in evs],
 }
 
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ehtool.analysis.arrow import COLUMNS, json_value, require, schema, storable
+from ehtool.analysis.arrow import COLUMNS, json_value, require, schema, storable, to_array
+from ehtool.errors import input_name
 from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
@@ -87,7 +88,7 @@ class _Event:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.rows: list[tuple[list[Any], list[tuple[str, Any]]]] = []
+        self.rows: list[tuple[str, Any, list[tuple[str, Any]]]] = []  # (input, event, fields)
         self.writer: Any = None
         self.parts = 0
         self.written = 0
@@ -102,7 +103,7 @@ class ByEventWriter:
         self.directory = Path(directory)
         full = schema()
         self.common = self.pa.schema([f for f in full if f.name != "fields"])
-        self.getters = [COLUMNS[n] for n in self.common.names]
+        self.names = set(self.common.names)
         self.events: dict[str, _Event] = {}
         self.open: OrderedDict[str, _Event] = OrderedDict()  # least recently written first
         self.pending = 0
@@ -111,8 +112,7 @@ class ByEventWriter:
         entry = self.events.get(ev.name)
         if entry is None:
             entry = self.events[ev.name] = _Event(self.directory / event_dir_name(ev.name))
-        common = [get(path, ev) for get in self.getters]
-        entry.rows.append((common, field_columns(ev.fields, set(self.common.names))))
+        entry.rows.append((input_name(path), ev, field_columns(ev.fields, self.names)))
         self.pending += 1
         if len(entry.rows) >= GROUP_ROWS:
             self._flush(ev.name, entry)
@@ -157,17 +157,17 @@ class ByEventWriter:
         entry.writer = None
         del self.open[name]
 
-    def _table(self, rows: list[tuple[list[Any], list[tuple[str, Any]]]]) -> Any:
+    def _table(self, rows: list[tuple[str, Any, list[tuple[str, Any]]]]) -> Any:
         pa = self.pa
-        arrays = [pa.array([r[0][i] for r in rows], type=f.type)
-                  for i, f in enumerate(self.common)]
+        files, evs = [r[0] for r in rows], [r[1] for r in rows]
+        arrays = [to_array(pa, COLUMNS[f.name](files, evs), f.type) for f in self.common]
         names = list(self.common.names)
         order: dict[str, int] = {}
-        for _, fields in rows:  # columns in first-seen order
+        for _, _, fields in rows:  # columns in first-seen order
             for column, _value in fields:
                 order.setdefault(column, len(order))
         values: list[list[Any]] = [[None] * len(rows) for _ in order]
-        for r, (_, fields) in enumerate(rows):
+        for r, (_, _, fields) in enumerate(rows):
             for column, value in fields:
                 values[order[column]][r] = value
         for column, column_values in zip(order, values, strict=True):

@@ -148,7 +148,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       ehtool decode --compact --no-field-tags -o out.json perf.data
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
     """
-    from ehtool.allocator import keep_freed_memory
+    from ehtool.allocator import fewer_collections, keep_freed_memory
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
     from ehtool.decode.options import DecodeOptions, available_cpus
@@ -157,6 +157,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     keep_freed_memory()
+    fewer_collections()
     inputs = inputs or ("perf.data",)
     _refuse_combinations(click.get_current_context())
     if out_format == "parquet":

@@ -42,13 +42,14 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
       ehtool query "select fields->>'status' as status, count(*) from events
                     where event = 'Request' group by all" perf.data
     """
-    from ehtool.allocator import keep_freed_memory
+    from ehtool.allocator import fewer_collections, keep_freed_memory
     from ehtool.analysis.arrow import require
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
     keep_freed_memory()
+    fewer_collections()
     duckdb = require("duckdb")
     con = duckdb.connect()
     try:

@@ -18,6 +18,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
+from ehtool.allocator import YOUNG_COLLECTION_ALLOCATIONS
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import (
@@ -56,7 +57,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
     threshold = gc.get_threshold()
-    gc.set_threshold(50_000, *threshold[1:])  # samples come and go in batches: fewer scans
+    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *threshold[1:])  # (batches: fewer scans)
     try:
         if _side_by_side(inputs, options, out):
             _preload(options)

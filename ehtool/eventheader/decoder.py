@@ -76,13 +76,20 @@ class Fields(tuple):
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict (nested structs too); of duplicate names the first wins."""
-        out: dict[str, Any] = {}
+        out = dict(self)
+        if len(out) == len(self) and not any(isinstance(v, _NESTED) for v in out.values()):
+            return out  # (no duplicate names, nothing nested: the usual event)
+        out = {}
         for name, value in self:
             out.setdefault(name, _plain(value))
         return out
 
     def __repr__(self) -> str:
         return "Fields(" + ", ".join(f"{n}={v!r}" for n, v in self) + ")"
+
+
+#: the types of values :meth:`Fields.to_dict` converts (structs, arrays)
+_NESTED = (Fields, list)
 
 
 def _plain(value: Any) -> Any:

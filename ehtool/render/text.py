@@ -27,6 +27,11 @@ _QUOTED = re.compile(r"[\s\"'=\ud800-\udfff]")
 
 
 def _value(value: Any) -> str:
+    kind = type(value)
+    if kind is int:  # (the usual values first)
+        return str(value)
+    if kind is str:
+        return value if value and not _QUOTED.search(value) else str_json(value).decode()
     if isinstance(value, tuple):  # Fields: a struct
         return "{" + " ".join(f"{n}={_value(v)}" for n, v in value) + "}"
     if isinstance(value, list):
@@ -43,14 +48,25 @@ def _value(value: Any) -> str:
     return text
 
 
-def _time(ev: Any) -> str:
-    if ev.utc_ns is not None:
-        sec, ns = divmod(ev.utc_ns, 1_000_000_000)
-        return f"{format_utc_seconds(sec)}.{ns:09d}Z"
-    if ev.time is None:
-        return "-"
-    sec, ns = divmod(ev.time, 1_000_000_000)
-    return f"{sec}.{ns:09d}"
+def _times() -> Callable[[Any], str]:
+    """perf and iso times: UTC when the file has clock data, else session seconds (the
+    date and time of the second before formatted once for the events in it)."""
+    last = [None, ""]  # (second, its text)
+
+    def when(ev: Any) -> str:
+        if ev.utc_ns is not None:
+            sec, ns = divmod(ev.utc_ns, 1_000_000_000)
+            if sec != last[0]:
+                last[:] = sec, format_utc_seconds(sec)
+            return f"{last[1]}.{ns:09d}Z"
+        if ev.time is None:
+            return "-"
+        sec, ns = divmod(ev.time, 1_000_000_000)
+        return f"{sec}.{ns:09d}"
+    return when
+
+
+_time = _times()
 
 
 def time_texts(mode: str, clock: Any) -> Callable[[Any], str]:
@@ -58,7 +74,7 @@ def time_texts(mode: str, clock: Any) -> Callable[[Any], str]:
     perf and iso as above, ns as integer nanoseconds, rel and delta as seconds since the
     first or the previous event shown. ``clock``: the file's SessionClock."""
     if mode in ("perf", "iso"):
-        return _time
+        return _times()
     fmt = TimeFormat(mode, clock)
     return lambda ev: "-" if ev.time is None else fmt.json(ev.time).decode()
 
