@@ -28,7 +28,7 @@ from typing import Any
 
 from ehtool.errors import InputError
 from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder
-from ehtool.formats.values import field_value
+from ehtool.formats.values import field_value, value_reader
 
 __all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
 
@@ -70,6 +70,7 @@ class SampleConverter:
         self.decoder = TypedDecoder()
         self._descs: dict[Any, tuple[str, str, str, Any, int | None]] = {}
         self._names: dict[frozenset[str], frozenset[bytes]] = {}  # ``only`` as bytes
+        self._fields: dict[Any, list[tuple[str, Callable[[Any], object]]]] = {}
 
     def describe(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
         """(name, provider, event, tracefs format, EventHeader offset or None) of the
@@ -82,6 +83,14 @@ class SampleConverter:
             offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
             hit = (name, provider, event, fmt, offset)
             self._descs[desc] = hit
+        return hit
+
+    def _readers(self, desc: Any) -> list[tuple[str, Callable[[Any], object]]]:
+        """The value readers of the fields of ``desc``'s tracefs format (``value_reader``)."""
+        hit = self._fields.get(desc)
+        if hit is None:
+            hit = self._fields[desc] = [(f.name, value_reader(f, self.big_endian))
+                                        for f in desc.format.fields]
         return hit
 
     def _encoded(self, names: frozenset[str]) -> frozenset[bytes]:
@@ -137,9 +146,11 @@ class SampleConverter:
                              meta, fields, sample.desc.name, True, utc, None, sample.offset)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
+        elif only is None:
+            fields = Fields([(name, read(raw)) for name, read in self._readers(sample.desc)])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
-                             for f in fmt.fields if only is None or f.name in only])
+                             for f in fmt.fields if f.name in only])
         return Event(name, provider, event, sample.time, meta, fields, name, False, utc,
                      error, sample.offset)
 

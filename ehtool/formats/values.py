@@ -9,8 +9,9 @@ signed fields unsigned; the typed value is the C value).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
-from ehtool.formats.tracefs_format import NONE, SCALAR, SIGNED, STRING, FieldFormat
+from ehtool.formats.tracefs_format import HEX, NONE, SCALAR, SIGNED, STRING, UNSIGNED, FieldFormat
 
 _CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
           (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -31,3 +32,20 @@ def field_value(f: FieldFormat, raw: bytes | memoryview, big_endian: bool = Fals
     if f.array == SCALAR:
         return struct.unpack_from(order + code, data)[0] if len(data) >= size else None
     return list(struct.unpack_from(f"{order}{len(data) // size}{code}", data))
+
+
+def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | memoryview],
+                                                                        object]:
+    """``read(raw)``: :func:`field_value` of ``f``, resolved once: a scalar integer is
+    unpacked in place (None when the record ends before it), others by field_value."""
+    size = f.element_size
+    if f.array != SCALAR or f.format not in (UNSIGNED, SIGNED, HEX) or size not in (1, 2, 4, 8) \
+            or f.size < size:
+        return lambda raw: field_value(f, raw, big_endian)
+    unpack = struct.Struct((">" if big_endian else "<") + _CODES[size, f.format == SIGNED]
+                           ).unpack_from
+    offset, end = f.offset, f.offset + f.size  # (the field's bytes must all be there)
+
+    def scalar(raw: bytes | memoryview) -> object:
+        return unpack(raw, offset)[0] if end <= len(raw) else None
+    return scalar
