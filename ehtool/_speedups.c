@@ -1538,7 +1538,9 @@ typedef struct {
     PyObject *handlers; /* dict: EventDesc -> spec tuple or callable */
     PyObject *make;     /* make(desc) -> spec tuple or callable */
     PyObject *clock;    /* SessionClock: offset_ns, prefix_for(sec) */
-    PyObject *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta; /* bytes */
+    /* the meta members' keys, each with what comes before it (bytes; None: not shown) */
+    PyObject *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
+    PyObject *comm_json; /* comm_json(tid) -> the comm member (bytes) or None; or None */
     long long last_sec;
     PyObject *last_prefix; /* bytes or NULL */
     int time_mode;         /* TIME_* */
@@ -1622,12 +1624,18 @@ time_prefix(FormatterObject *self, long long sec)
     return prefix;
 }
 
-/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N<extra><tail> } }`` appended to o (``tail``:
- * bytes or NULL); ``utc``: the ISO form with ``offset_ns`` (TIME_PERF with clock data). */
+static PyObject *call1(PyObject *fn, PyObject *arg);
+static int put_result(Out *o, PyObject *r, const char *what);
+
+/* ``{ "time": ..., "cpu": N, "pid": N, "tid": N, "comm": ...<extra><tail> } }`` appended
+ * to o, the members the pieces show (``tail``: bytes or NULL); ``utc``: the ISO form with
+ * ``offset_ns`` (TIME_PERF with clock data). */
 static int
 put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
          const char *extra, Py_ssize_t extra_len, PyObject *tail)
 {
+    if (self->pre_time == Py_None)
+        goto ids;
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
     if (t == (unsigned long long)-1 && PyErr_Occurred())
         return -1;
@@ -1657,10 +1665,22 @@ put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long off
 ids:;
     PyObject *const mids[3] = {self->mid_cpu, self->mid_pid, self->mid_tid};
     for (int i = 0; i < 3; i++) {
+        if (mids[i] == Py_None)
+            continue;
         long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sample, 1 + i));
         if (v == -1 && PyErr_Occurred())
             return -1;
         if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
+            return -1;
+    }
+    if (self->comm_json != Py_None) {
+        PyObject *comm = call1(self->comm_json, PyTuple_GET_ITEM(sample, 3));
+        if (comm == NULL)
+            return -1;
+        int rc = comm == Py_None ? 0 : put_result(o, comm, "comm_json");
+        if (comm == Py_None)
+            Py_DECREF(comm);
+        if (rc < 0)
             return -1;
     }
     if (out_put(o, extra, extra_len) < 0 || (tail != NULL && out_put_bytes(o, tail) < 0) ||
@@ -2217,14 +2237,27 @@ static PyObject *
 Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"make", "clock", "pre_time", "mid_cpu", "mid_pid", "mid_tid",
-                             "end_meta", "time_mode", NULL};
+                             "end_meta", "time_mode", "comm_json", NULL};
     PyObject *make, *clock, *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
+    PyObject *comm_json = Py_None;
     int time_mode = TIME_PERF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOSSSSS|i", kwlist, &make, &clock, &pre_time,
-                                     &mid_cpu, &mid_pid, &mid_tid, &end_meta, &time_mode))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOS|iO", kwlist, &make, &clock,
+                                     &pre_time, &mid_cpu, &mid_pid, &mid_tid, &end_meta,
+                                     &time_mode, &comm_json))
         return NULL;
     if (time_mode < TIME_PERF || time_mode > TIME_DELTA) {
         PyErr_SetString(PyExc_ValueError, "time_mode must be a TIME_* constant");
+        return NULL;
+    }
+    PyObject *const pieces[4] = {pre_time, mid_cpu, mid_pid, mid_tid};
+    for (int i = 0; i < 4; i++) {
+        if (pieces[i] != Py_None && !PyBytes_Check(pieces[i])) {
+            PyErr_SetString(PyExc_TypeError, "the meta pieces must be bytes or None");
+            return NULL;
+        }
+    }
+    if (comm_json != Py_None && !PyCallable_Check(comm_json)) {
+        PyErr_SetString(PyExc_TypeError, "comm_json must be callable or None");
         return NULL;
     }
     FormatterObject *self = (FormatterObject *)type->tp_alloc(type, 0);
@@ -2242,6 +2275,7 @@ Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->mid_pid = Py_NewRef(mid_pid);
     self->mid_tid = Py_NewRef(mid_tid);
     self->end_meta = Py_NewRef(end_meta);
+    self->comm_json = Py_NewRef(comm_json);
     self->time_mode = time_mode;
     return (PyObject *)self;
 }
@@ -2257,6 +2291,7 @@ Formatter_clear(FormatterObject *self)
     Py_CLEAR(self->mid_pid);
     Py_CLEAR(self->mid_tid);
     Py_CLEAR(self->end_meta);
+    Py_CLEAR(self->comm_json);
     Py_CLEAR(self->last_prefix);
     for (int i = 0; i < HIT_SLOTS; i++)
         slot_clear(&self->hits[i]);
@@ -2277,6 +2312,7 @@ Formatter_traverse(FormatterObject *self, visitproc visit, void *arg)
     Py_VISIT(self->handlers);
     Py_VISIT(self->make);
     Py_VISIT(self->clock);
+    Py_VISIT(self->comm_json);
     for (int i = 0; i < HIT_SLOTS; i++) {
         Py_VISIT(self->hits[i].spec);
         Py_VISIT(self->hits[i].hit);
@@ -2339,7 +2375,8 @@ static PyTypeObject FormatterType = {
     .tp_name = "ehtool._speedups.Formatter",
     .tp_basicsize = sizeof(FormatterObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Formatter(make, clock, pre_time, mid_cpu, mid_pid, mid_tid, end_meta)",
+    .tp_doc = "Formatter(make, clock, pre_time, mid_cpu, mid_pid, mid_tid, end_meta, "
+              "time_mode=0, comm_json=None)",
     .tp_new = Formatter_new,
     .tp_dealloc = (destructor)Formatter_dealloc,
     .tp_traverse = (traverseproc)Formatter_traverse,

@@ -189,19 +189,45 @@ class SampleFormatter:
     # -- handlers -------------------------------------------------------------
 
     def _native_loop(self) -> Any:
-        """The C version of :meth:`format_many` when it is built and the meta object is
-        the UTC template, else None."""
+        """The C version of :meth:`format_many` when it is built and the meta object
+        shows one of time, cpu, pid and tid at least (the C loop writes the members
+        :meth:`_meta` writes for samples that record all four), else None."""
         from ehtool.speedups import load
 
         speedups = load()
-        if speedups is None or self._fast_utc_meta is None or self.clock is None \
+        shown = [k for k in ("time", "cpu", "pid", "tid") if k in self.meta]
+        if speedups is None or not shown or self.clock is None \
                 or self._fields_key is not None:  # nesting: the Python handlers only
             return None
         s = self.style
+        keys = {"time": self._k_time, "cpu": self._k_cpu, "pid": self._k_pid,
+                "tid": self._k_tid}
+        pieces = {k: (self._k_meta + s.first if k == shown[0] else s.sep) + keys[k]
+                  for k in shown}
         return speedups.Formatter(
-            self._native_spec, self.clock, self._k_meta + s.first + self._k_time,
-            s.sep + self._k_cpu, s.sep + self._k_pid, s.sep + self._k_tid, self._end_meta,
-            TIME_MODES[self.time_mode])
+            self._native_spec, self.clock, *(pieces.get(k) for k in keys), self._end_meta,
+            TIME_MODES[self.time_mode], self._comm_json())
+
+    def _comm_json(self) -> Callable[[int], bytes | None] | None:
+        """For the C loop: a thread's comm member (with the separator before it), or
+        None when it has no name; None when comm is not shown."""
+        comm_of = self.comm_of
+        if "comm" not in self.meta or comm_of is None:
+            return None
+        key = self.style.sep + self._k_comm
+        texts: dict[str, bytes] = {}
+
+        def comm_json(tid: int) -> bytes | None:
+            comm = comm_of(tid)
+            if comm is None:
+                return None
+            text = texts.get(comm)
+            if text is None:
+                if len(texts) >= 4096:
+                    texts.clear()
+                text = texts[comm] = key + utf8_json(comm.encode("utf-8", "replace"))
+            return text
+        return comm_json
 
     def _native_spec(self, desc: Any) -> Any:
         """For the C loop: the spec of ``desc``'s hot path, or its Python handler."""
@@ -226,9 +252,12 @@ class SampleFormatter:
             render = lambda raw, members=render: nest(members(raw))  # noqa: E731
         plain_meta_extra = self._plain_meta_extra(provider, event)
         plain_head = self._k_n + name_json
-        # time, cpu and tid recorded for every sample of this event, and those wanted:
-        # the meta object is one template (extra members last)
-        fast = self._fast_meta if desc.sample_type & _TIME_CPU_TID == _TIME_CPU_TID else None
+        # time, cpu and tid recorded for every sample of this event: the C loop writes
+        # the meta object; and when those four are wanted and comm is not, the Python
+        # handler fills one template (extra members last)
+        recorded = desc.sample_type & _TIME_CPU_TID == _TIME_CPU_TID
+        native = recorded and self._native is not None
+        fast = self._fast_meta if recorded else None
         time_json = self.time_json
         file_meta = self._file_meta
         slow_meta = self._meta
@@ -248,11 +277,12 @@ class SampleFormatter:
                 return plain_head + render(sample.raw) + utc % (
                     clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                     ns, sample.cpu, sample.pid, sample.tid, plain_fast_extra)
-
-            self._specs[desc] = PlainSpec(0, plain_head, render, plain_fast_extra, plain)
         else:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
+        if native:
+            self._specs[desc] = PlainSpec(0, plain_head, render, plain_meta_extra + file_meta,
+                                          plain)
 
         eh_offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
         if eh_offset is None:
@@ -293,7 +323,7 @@ class SampleFormatter:
             eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
             return k_n + ev[0] + nest(common + ev[1]) + slow_meta(sample, eh_meta)
 
-        if fast is None or common_render is not None or self._fields_key is not None:
+        if not native or common_render is not None or self._fields_key is not None:
             return eventheader
         if not self._eh_meta_default:  # the C loop takes each event's --meta members
             # from a dict it fills (events with activity ids stay the handler's)
@@ -326,10 +356,11 @@ class SampleFormatter:
                 clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                 ns, sample.cpu, sample.pid, sample.tid, ev[2] + file_meta)
 
+        handler = eventheader_fast if fast is not None else eventheader
         self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
-                                            self._eh.fast_cache, eventheader_fast,
+                                            self._eh.fast_cache, handler,
                                             self._eh.activity_keys, file_meta, None, None)
-        return eventheader_fast
+        return handler
 
     def _nest(self, members: bytes) -> bytes:
         """The fields as they are, or nested under --fields-key."""
