@@ -12,6 +12,8 @@ allocations before (another install of the same code faulted 21,000 times withou
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 #: mallopt parameters (glibc's malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -41,9 +43,11 @@ def keep_freed_memory() -> None:
 YOUNG_COLLECTION_ALLOCATIONS = 50_000
 
 
-def fewer_collections() -> None:
-    """Collect the youngest generation every YOUNG_COLLECTION_ALLOCATIONS (this
-    process; for the commands that decode)."""
+def fewer_collections() -> Callable[[], None]:
+    """Collect the youngest generation every YOUNG_COLLECTION_ALLOCATIONS (for the
+    commands that decode); returns what sets the thresholds back."""
     import gc
 
-    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *gc.get_threshold()[1:])
+    before = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *before[1:])
+    return lambda: gc.set_threshold(*before)

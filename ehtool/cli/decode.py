@@ -157,7 +157,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     from ehtool.render.style import JsonStyle
 
     keep_freed_memory()
-    fewer_collections()
+    click.get_current_context().call_on_close(fewer_collections())
     inputs = inputs or ("perf.data",)
     _refuse_combinations(click.get_current_context())
     if out_format == "parquet":

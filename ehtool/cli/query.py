@@ -49,7 +49,7 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     from ehtool.errors import UsageError
 
     keep_freed_memory()
-    fewer_collections()
+    click.get_current_context().call_on_close(fewer_collections())
     duckdb = require("duckdb")
     con = duckdb.connect()
     try:

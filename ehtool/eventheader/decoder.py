@@ -247,6 +247,7 @@ class TypedDecoder:
         #: read before with those bytes, by the size of the activity ids and of the
         #: bytes expected after them: [(activity size, expect size, {expect: layout})]
         self._layouts: dict[str, dict[bytes, list[tuple[int, int, dict]]]] = {}
+        self._remembered = 0  # layouts in _layouts
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
@@ -335,23 +336,21 @@ class TypedDecoder:
                          meta.read, raw.payload - offset, f"{name.provider}:{meta.event_name}")
         key = prefix_key(data, offset, raw)
         if key is not None:
+            if self._remembered >= self._cache_size:  # (all of them: bounded as _metadata)
+                self._layouts.clear()
+                self._remembered = 0
+                per_name = None
             if per_name is None:
-                if len(self._layouts) >= self._cache_size:
-                    self._layouts.clear()
-                per_name = self._layouts[tracepoint_name] = {}
-            if len(per_name) >= self._cache_size:
-                per_name.clear()
+                per_name = self._layouts.setdefault(tracepoint_name, {})
             first, expect, activity_size = key
             groups = per_name.setdefault(first, [])
             for group in groups:
                 if group[:2] == (activity_size, len(expect)):
-                    if len(group[2]) >= self._cache_size:
-                        group[2].clear()
                     group[2][expect] = layout
                     break
             else:
-                groups.insert(0, (activity_size, len(expect), {expect: layout}))
-                del groups[16:]
+                groups.append((activity_size, len(expect), {expect: layout}))
+            self._remembered += 1
         return layout, raw.activity
 
     def _parse(self, metadata: bytes, little: bool) -> _Metadata:
@@ -362,13 +361,18 @@ class TypedDecoder:
             event_name, _, attributes = name.partition(b";")
             hit = _Metadata(event_name.decode("utf-8", "replace"),
                             attributes.decode("utf-8", "replace"), defs,
-                            fields_reader(defs, little))
+                            fields_reader(defs, little)
+                            if len(defs) <= TOP_LEVEL_FIELD_LIMIT else _too_many)
             self._metadata[key] = hit
             if len(self._metadata) > self._cache_size:
                 self._metadata.popitem(last=False)
         else:
             self._metadata.move_to_end(key)
         return hit
+
+
+def _too_many(data: bytes, pos: int, origin: int) -> Fields:
+    raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
 
 
 class _Metadata(NamedTuple):

@@ -140,3 +140,20 @@ def test_events_with_activity_ids_and_shared_first_bytes():
     got = [typed.decode("P_L5K1", data) for data in with_ids]
     assert [g.activity.bytes + g.related_activity.bytes for g in got] == ids
     assert [typed.decode("P_L5K1", d).name for d in (a, b)] == ["A", "B"]
+
+
+def test_remembered_layouts_stay_bounded():
+    """Events of one tracepoint with ever new metadata (and header ids) do not grow the
+    memo past the decoder's cache size (they did: 50,000 such events held 1.2 GB)."""
+    from ehtool.eventheader.enums import FieldEncoding as E
+
+    from .helpers import event, fd
+
+    typed = TypedDecoder(cache_size=64)
+    for i in range(1000):
+        data = event([fd(b"f%d" % i, E.VALUE32)], b"\x01\x00\x00\x00", name=b"E%d" % i,
+                     ident=i % 50)
+        assert typed.decode("P_L5K1", data).name == f"E{i}"
+    remembered = sum(len(by_expect) for per_name in typed._layouts.values()
+                     for groups in per_name.values() for _, _, by_expect in groups)
+    assert 0 < remembered <= 64
