@@ -35,6 +35,8 @@ from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
 PENDING_ROWS = 65536
+#: events whose common columns are made together (then they are rows of their names)
+SETTLE_ROWS = 4096
 OPEN_WRITERS = 32
 
 
@@ -88,10 +90,11 @@ class _Event:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.rows: list[tuple[str, Any, list[tuple[str, Any]]]] = []  # (input, event, fields)
+        self.rows: list[tuple[list[Any], list[tuple[str, Any]]]] = []
         self.writer: Any = None
         self.parts = 0
         self.written = 0
+
 
 
 class ByEventWriter:
@@ -107,21 +110,35 @@ class ByEventWriter:
         self.events: dict[str, _Event] = {}
         self.open: OrderedDict[str, _Event] = OrderedDict()  # least recently written first
         self.pending = 0
+        #: events added since the last :meth:`_settle`: (input, event, its field columns)
+        self.fresh: list[tuple[str, Any, list[tuple[str, Any]]]] = []
 
     def add(self, path: str, ev: Any) -> None:
-        entry = self.events.get(ev.name)
-        if entry is None:
-            entry = self.events[ev.name] = _Event(self.directory / event_dir_name(ev.name))
-        entry.rows.append((input_name(path), ev, field_columns(ev.fields, self.names)))
-        self.pending += 1
-        if len(entry.rows) >= GROUP_ROWS:
-            self._flush(ev.name, entry)
-        elif self.pending >= PENDING_ROWS:
-            name = max(self.events, key=lambda n: len(self.events[n].rows))
-            self._flush(name, self.events[name])
+        self.fresh.append((input_name(path), ev, field_columns(ev.fields, self.names)))
+        if len(self.fresh) >= SETTLE_ROWS:
+            self._settle()
+
+    def _settle(self) -> None:
+        """The fresh events' common columns, a batch at a time (COLUMNS), as rows of
+        their event names (an event object is not kept past its batch)."""
+        fresh, self.fresh = self.fresh, []
+        files, evs = [f[0] for f in fresh], [f[1] for f in fresh]
+        columns = [COLUMNS[f.name](files, evs) for f in self.common]
+        for i, (_, ev, fields) in enumerate(fresh):
+            entry = self.events.get(ev.name)
+            if entry is None:
+                entry = self.events[ev.name] = _Event(self.directory / event_dir_name(ev.name))
+            entry.rows.append(([c[i] for c in columns], fields))
+            self.pending += 1
+            if len(entry.rows) >= GROUP_ROWS:
+                self._flush(ev.name, entry)
+            elif self.pending >= PENDING_ROWS:
+                name = max(self.events, key=lambda n: len(self.events[n].rows))
+                self._flush(name, self.events[name])
 
     def close(self) -> dict[str, int]:
         """Write what is pending and close every part; rows written per event name."""
+        self._settle()
         for name, entry in self.events.items():
             if entry.rows:
                 self._flush(name, entry)
@@ -157,17 +174,17 @@ class ByEventWriter:
         entry.writer = None
         del self.open[name]
 
-    def _table(self, rows: list[tuple[str, Any, list[tuple[str, Any]]]]) -> Any:
+    def _table(self, rows: list[tuple[list[Any], list[tuple[str, Any]]]]) -> Any:
         pa = self.pa
-        files, evs = [r[0] for r in rows], [r[1] for r in rows]
-        arrays = [to_array(pa, COLUMNS[f.name](files, evs), f.type) for f in self.common]
+        arrays = [to_array(pa, [r[0][i] for r in rows], f.type)
+                  for i, f in enumerate(self.common)]
         names = list(self.common.names)
         order: dict[str, int] = {}
-        for _, _, fields in rows:  # columns in first-seen order
+        for _, fields in rows:  # columns in first-seen order
             for column, _value in fields:
                 order.setdefault(column, len(order))
         values: list[list[Any]] = [[None] * len(rows) for _ in order]
-        for r, (_, _, fields) in enumerate(rows):
+        for r, (_, fields) in enumerate(rows):
             for column, value in fields:
                 values[order[column]][r] = value
         for column, column_values in zip(order, values, strict=True):
