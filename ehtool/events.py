@@ -21,13 +21,12 @@ straight to text.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ehtool.errors import InputError
-from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder
+from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder, activity_ids
 from ehtool.formats.values import field_value, value_reader
 
 __all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
@@ -136,12 +135,10 @@ class SampleConverter:
                 layout, act, fields = parts
                 flags, version, ident, tag, opcode, level = layout.header
                 info = layout.name
+                activity, related = activity_ids(act)
                 meta.update(id=ident, version=version, level=level, keyword=info.keyword,
-                            opcode=opcode, tag=tag,
-                            activity=uuid.UUID(bytes=act[:16]) if act else None,
-                            related_activity=(uuid.UUID(bytes=act[16:32])
-                                              if act and len(act) == 32 else None),
-                            options=info.options, flags=flags)
+                            opcode=opcode, tag=tag, activity=activity,
+                            related_activity=related, options=info.options, flags=flags)
                 return Event(layout.title, info.provider, layout.event_name, sample.time,
                              meta, fields, sample.desc.name, True, utc, None, sample.offset)
         if fmt is None:

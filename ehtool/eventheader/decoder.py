@@ -38,9 +38,9 @@ from ehtool.eventheader.grammar import (
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 
-__all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo", "RawEvent",
-           "TypedDecoder", "field_extractor", "fields_reader", "parse_name", "prefix_key",
-           "read_event"]
+__all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo",
+           "RawEvent", "TypedDecoder", "activity_ids", "field_extractor", "fields_reader",
+           "parse_name", "prefix_key", "read_event"]
 
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
@@ -286,9 +286,7 @@ class TypedDecoder:
         flags, version, ident, tag, opcode, level = layout.header
         return EventHeaderEvent(
             name.provider, layout.event_name, layout.attributes, name.options, level,
-            name.keyword, opcode, ident, version, tag, flags,
-            uuid.UUID(bytes=act[:16]) if act else None,
-            uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, fields)
+            name.keyword, opcode, ident, version, tag, flags, *activity_ids(act), fields)
 
     def decode_parts(self, tracepoint_name: str, data: bytes | memoryview, offset: int = 0,
                      only: frozenset[bytes] | None = None,
@@ -369,6 +367,14 @@ class TypedDecoder:
         else:
             self._metadata.move_to_end(key)
         return hit
+
+
+def activity_ids(activity: bytes | None) -> tuple[uuid.UUID | None, uuid.UUID | None]:
+    """An activity-id extension's (16 or 32 bytes) ids: (activity, related activity)."""
+    if not activity:
+        return None, None
+    return (uuid.UUID(bytes=activity[:16]),
+            uuid.UUID(bytes=activity[16:32]) if len(activity) == 32 else None)
 
 
 def _too_many(data: bytes, pos: int, origin: int) -> Fields:

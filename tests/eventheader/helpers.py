@@ -56,3 +56,24 @@ def event(fields: list[dict], payload: bytes, *, name: bytes = b"Ev", little: bo
         chain = 0x8000 if i + 1 < len(exts) else 0
         out += struct.pack(order + "HH", len(data), kind | chain) + data
     return out + payload
+
+
+def reference_events() -> list[tuple[str, bytes, int]]:
+    """Every EventHeader event (tracepoint, data, offset) of the reference .dat capture,
+    of the reference recording and of examples/eventheader.data."""
+    from pathlib import Path
+
+    from ehtool.eventheader.dat import iter_dat
+    from ehtool.perfdata import PerfDataFile
+    from golden import golden_path
+
+    def recorded(path: Path) -> list[tuple[str, bytes, int]]:
+        with PerfDataFile.open(str(path)) as f:
+            return [(s.desc.format.name, bytes(s.raw), s.desc.format.eventheader_offset)
+                    for s in f.samples("file")
+                    if getattr(s.desc.format, "eventheader_offset", None) is not None]
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
+    dat = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
+    return ([(name, data, 0) for name, data in iter_dat(dat)]
+            + recorded(golden_path("linuxtracepoints/perf.data")) + recorded(example))

@@ -9,38 +9,22 @@ from __future__ import annotations
 
 import random
 import struct
-from pathlib import Path
 
 import pytest
 
-from ehtool.eventheader.dat import iter_dat
 from ehtool.eventheader.decoder import TypedDecoder, field_extractor
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import HeaderFlags
 from ehtool.render.eventheader import EventHeaderDecoder
 from ehtool.render.style import COMPACT
-from golden import golden_path
 from impl import impl  # noqa: F401 (fixture)
 
-from .helpers import event, fd
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
-
-
-def _recorded(path: Path) -> list[tuple[str, bytes, int]]:
-    from ehtool.perfdata import PerfDataFile
-
-    with PerfDataFile.open(str(path)) as f:
-        return [(s.desc.format.name, bytes(s.raw), s.desc.format.eventheader_offset)
-                for s in f.samples("file")
-                if getattr(s.desc.format, "eventheader_offset", None) is not None]
+from .helpers import event, fd, reference_events
 
 
 @pytest.fixture(scope="module")
 def events() -> list[tuple[str, bytes, int]]:
-    dat = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
-    return ([(name, data, 0) for name, data in iter_dat(dat)]
-            + _recorded(golden_path("linuxtracepoints/perf.data")) + _recorded(EXAMPLE))
+    return reference_events()
 
 
 def _outcome(fn, *args):

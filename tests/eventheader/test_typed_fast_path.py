@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import random
 import uuid
-from pathlib import Path
 
 import pytest
 from fuzz.harness import mutate
 
-from ehtool.eventheader.dat import iter_dat
 from ehtool.eventheader.decoder import (
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
@@ -29,25 +27,13 @@ from ehtool.eventheader.decoder import (
     read_event,
 )
 from ehtool.eventheader.grammar import parse_metadata
-from golden import golden_path
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
-
-
-def _recorded(path: Path) -> list[tuple[str, bytes, int]]:
-    from ehtool.perfdata import PerfDataFile
-
-    with PerfDataFile.open(str(path)) as f:
-        return [(s.desc.format.name, bytes(s.raw), s.desc.format.eventheader_offset)
-                for s in f.samples("file")
-                if getattr(s.desc.format, "eventheader_offset", None) is not None]
+from .helpers import reference_events
 
 
 @pytest.fixture(scope="module")
 def events() -> list[tuple[str, bytes, int]]:
-    dat = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
-    return ([(name, data, 0) for name, data in iter_dat(dat)]
-            + _recorded(golden_path("linuxtracepoints/perf.data")) + _recorded(EXAMPLE))
+    return reference_events()
 
 
 def _reference(name: str, data: bytes, offset: int) -> tuple | None:
