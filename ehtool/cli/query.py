@@ -97,11 +97,11 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
     # While DuckDB runs, a signal stops the decoding workers and the query, and is raised
     # once DuckDB returns.
     with interrupting(interrupt):
-        events = con.from_arrow(source.reader())
-        if columns is None or "fields" in columns:  # JSON text: typed as JSON
-            events = events.project("* replace (fields::json as fields)")
-        events.create_view("events", replace=True)
-        try:
+        try:  # (DuckDB reads the source's schema, a first batch, at from_arrow already)
+            events = con.from_arrow(source.reader())
+            if columns is None or "fields" in columns:  # JSON text: typed as JSON
+                events = events.project("* replace (fields::json as fields)")
+            events.create_view("events", replace=True)
             result = _run(con, statement, out_format)
         except Exception as exc:
             if source.error is not None:  # a signal, a worker's failure: as raised
