@@ -139,7 +139,7 @@ class SampleConverter:
                 meta.update(id=ident, version=version, level=level, keyword=info.keyword,
                             opcode=opcode, tag=tag, activity=activity,
                             related_activity=related, options=info.options, flags=flags)
-                return Event(layout.title, info.provider, layout.event_name, sample.time,
+                return Event(layout.title, info.provider, layout.parsed.event_name, sample.time,
                              meta, fields, sample.desc.name, True, utc, None, sample.offset)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])

@@ -27,6 +27,7 @@ fields             string                    JSON object of the fields (typed va
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -168,6 +169,11 @@ def to_array(pa: Any, values: list, type_: Any) -> Any:
         return pa.array([storable(v) for v in values], type=type_)
 
 
+def _attribute(name: str) -> Callable[[list[str], list[Any]], list]:
+    get = operator.attrgetter(name)
+    return lambda files, evs: list(map(get, evs))
+
+
 def _meta(key: str) -> Callable[[list[str], list[Any]], list]:
     return lambda files, evs: [ev.meta.get(key) for ev in evs]
 
@@ -175,14 +181,14 @@ def _meta(key: str) -> Callable[[list[str], list[Any]], list]:
 #: column name -> its values for rows of (input name, typed event): ``column(files, evs)``
 COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
     "file": lambda files, evs: files,
-    "time": lambda files, evs: [ev.utc_ns for ev in evs],
-    "session_time": lambda files, evs: [ev.time for ev in evs],
+    "time": _attribute("utc_ns"),
+    "session_time": _attribute("time"),
     "cpu": _meta("cpu"),
     "pid": _meta("pid"),
     "tid": _meta("tid"),
     "comm": _meta("comm"),
-    "provider": lambda files, evs: [ev.provider for ev in evs],
-    "event": lambda files, evs: [ev.event for ev in evs],
+    "provider": _attribute("provider"),
+    "event": _attribute("event"),
     "level": _meta("level"),
     "keyword": _meta("keyword"),
     "opcode": _meta("opcode"),

@@ -96,7 +96,6 @@ class _Event:
         self.written = 0
 
 
-
 class ByEventWriter:
     """Writes events to ``directory`` (see the module doc); :meth:`close` finishes."""
 

@@ -14,11 +14,10 @@ document is always closed, so the output stays valid JSON.
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from ehtool.allocator import YOUNG_COLLECTION_ALLOCATIONS
+from ehtool.allocator import fewer_collections
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
 from ehtool.decode.parallel import (
@@ -56,8 +55,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
-    threshold = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *threshold[1:])  # (batches: fewer scans)
+    restore_collections = fewer_collections()  # (batches: fewer scans)
     try:
         if _side_by_side(inputs, options, out):
             _preload(options)
@@ -72,7 +70,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
         for path in inputs:
             _write_input(path, options, progress, writer, errors)
     finally:
-        gc.set_threshold(*threshold)
+        restore_collections()
         writer.close()
     return errors
 

@@ -39,8 +39,8 @@ from ehtool.eventheader.grammar import (
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 
 __all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo",
-           "RawEvent", "TypedDecoder", "activity_ids", "field_extractor", "fields_reader",
-           "parse_name", "prefix_key", "read_event"]
+           "ParsedMetadata", "RawEvent", "TypedDecoder", "activity_ids", "field_extractor",
+           "fields_reader", "parse_name", "prefix_key", "read_event"]
 
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
@@ -239,7 +239,7 @@ class TypedDecoder:
 
     def __init__(self, cache_size: int = 1024) -> None:
         self._names: dict[str, NameInfo | None] = {}
-        self._metadata: OrderedDict[tuple[bool, bytes], _Metadata] = OrderedDict()
+        self._metadata: OrderedDict[tuple[bool, bytes], ParsedMetadata] = OrderedDict()
         self._cache_size = cache_size
         #: (byte order, metadata, only) -> the walk that keeps only those fields
         self._plans: dict[tuple[bool, bytes, frozenset[bytes]], list[tuple[int, Any]]] = {}
@@ -270,7 +270,7 @@ class TypedDecoder:
         layout, activity = found
         raw = RawEvent(layout.little, layout.header, layout.metadata, activity,
                        offset + layout.skip)
-        return layout.name, raw, layout.event_name
+        return layout.name, raw, layout.parsed.event_name
 
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
                offset: int = 0, only: frozenset[bytes] | None = None) -> EventHeaderEvent | None:
@@ -285,8 +285,8 @@ class TypedDecoder:
         name = layout.name
         flags, version, ident, tag, opcode, level = layout.header
         return EventHeaderEvent(
-            name.provider, layout.event_name, layout.attributes, name.options, level,
-            name.keyword, opcode, ident, version, tag, flags, *activity_ids(act), fields)
+            name.provider, layout.parsed.event_name, layout.parsed.attributes, name.options,
+            level, name.keyword, opcode, ident, version, tag, flags, *activity_ids(act), fields)
 
     def decode_parts(self, tracepoint_name: str, data: bytes | memoryview, offset: int = 0,
                      only: frozenset[bytes] | None = None,
@@ -298,17 +298,18 @@ class TypedDecoder:
         if found is None:
             return None
         layout, act = found
-        if layout.too_many:
+        parsed = layout.parsed
+        if parsed.read is None:
             raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
         payload = offset + layout.skip
         if only is None:
-            return layout, act, layout.read(data, payload, offset)
+            return layout, act, parsed.read(data, payload, offset)
         key = (layout.little, layout.metadata, only)
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= self._cache_size:
                 self._plans.clear()
-            plan = self._plans[key] = _skip_plan(layout.defs, only)
+            plan = self._plans[key] = _skip_plan(parsed.defs, only)
         return layout, act, _Walker(data, layout.little, offset).planned(plan, payload)
 
     def _layout(self, tracepoint_name: str, data: bytes,
@@ -328,10 +329,9 @@ class TypedDecoder:
         if raw is None:
             return None
         assert name is not None  # (read_event said so)
-        meta = self._parse(raw.metadata, raw.little)
-        layout = EventLayout(name, raw.header, raw.little, raw.metadata, meta.event_name,
-                         meta.attributes, meta.defs, len(meta.defs) > TOP_LEVEL_FIELD_LIMIT,
-                         meta.read, raw.payload - offset, f"{name.provider}:{meta.event_name}")
+        parsed = self._parse(raw.metadata, raw.little)
+        layout = EventLayout(name, raw.header, raw.little, raw.metadata, parsed,
+                             raw.payload - offset, f"{name.provider}:{parsed.event_name}")
         key = prefix_key(data, offset, raw)
         if key is not None:
             if self._remembered >= self._cache_size:  # (all of them: bounded as _metadata)
@@ -351,16 +351,16 @@ class TypedDecoder:
             self._remembered += 1
         return layout, raw.activity
 
-    def _parse(self, metadata: bytes, little: bool) -> _Metadata:
+    def _parse(self, metadata: bytes, little: bool) -> ParsedMetadata:
         key = (little, metadata)
         hit = self._metadata.get(key)
         if hit is None:
             name, defs = parse_metadata(metadata, little)
             event_name, _, attributes = name.partition(b";")
-            hit = _Metadata(event_name.decode("utf-8", "replace"),
-                            attributes.decode("utf-8", "replace"), defs,
-                            fields_reader(defs, little)
-                            if len(defs) <= TOP_LEVEL_FIELD_LIMIT else _too_many)
+            hit = ParsedMetadata(event_name.decode("utf-8", "replace"),
+                                 attributes.decode("utf-8", "replace"), defs,
+                                 fields_reader(defs, little)
+                                 if len(defs) <= TOP_LEVEL_FIELD_LIMIT else None)
             self._metadata[key] = hit
             if len(self._metadata) > self._cache_size:
                 self._metadata.popitem(last=False)
@@ -377,17 +377,14 @@ def activity_ids(activity: bytes | None) -> tuple[uuid.UUID | None, uuid.UUID | 
             uuid.UUID(bytes=activity[16:32]) if len(activity) == 32 else None)
 
 
-def _too_many(data: bytes, pos: int, origin: int) -> Fields:
-    raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-
-
-class _Metadata(NamedTuple):
+class ParsedMetadata(NamedTuple):
     """What an event's metadata says, parsed once."""
 
     event_name: str
-    attributes: str
+    attributes: str  # the name's ``;key=value`` suffix, without the first ``;``
     defs: list[FieldDef]
-    read: Callable[[bytes, int, int], Fields]  # fields_reader(defs, byte order)
+    #: fields_reader(defs, byte order); None past TOP_LEVEL_FIELD_LIMIT top-level fields
+    read: Callable[[bytes, int, int], Fields] | None
 
 
 class EventLayout(NamedTuple):
@@ -397,11 +394,7 @@ class EventLayout(NamedTuple):
     header: tuple[int, ...]  # flags, version, id, tag, opcode, level
     little: bool
     metadata: bytes
-    event_name: str
-    attributes: str
-    defs: list[FieldDef]
-    too_many: bool  # more than TOP_LEVEL_FIELD_LIMIT top-level fields
-    read: Callable[[bytes, int, int], Fields]
+    parsed: ParsedMetadata
     skip: int  # the field data's offset from the event's start
     title: str  # ``provider:event``
 

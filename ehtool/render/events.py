@@ -214,7 +214,7 @@ class SampleFormatter:
         comm_of = self.comm_of
         if "comm" not in self.meta or comm_of is None:
             return None
-        key = self.style.sep + self._k_comm
+        sep = self.style.sep
         texts: dict[str, bytes] = {}
 
         def comm_json(tid: int) -> bytes | None:
@@ -225,9 +225,13 @@ class SampleFormatter:
             if text is None:
                 if len(texts) >= 4096:
                     texts.clear()
-                text = texts[comm] = key + utf8_json(comm.encode("utf-8", "replace"))
+                text = texts[comm] = sep + self._comm_member(comm)
             return text
         return comm_json
+
+    def _comm_member(self, comm: str) -> bytes:
+        """The meta object's ``"comm": NAME`` member."""
+        return self._k_comm + utf8_json(comm.encode("utf-8", "replace"))
 
     def _native_spec(self, desc: Any) -> Any:
         """For the C loop: the spec of ``desc``'s hot path, or its Python handler."""
@@ -393,7 +397,7 @@ class SampleFormatter:
             if "comm" in m and self.comm_of is not None:
                 comm = self.comm_of(sample.pid if sample.tid is None else sample.tid)
                 if comm is not None:
-                    parts.append(self._k_comm + utf8_json(comm.encode("utf-8", "replace")))
+                    parts.append(self._comm_member(comm))
         if not parts:
             if not extra:
                 return self._empty_meta
