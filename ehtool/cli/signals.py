@@ -24,6 +24,8 @@ __all__ = ["SignalExit", "TERMINATING", "exit_on_signals", "interrupting"]
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 #: seconds between checks whether an import that delays the exit has finished
 _RETRY = 0.005
+#: the signal :func:`exit_on_signals` holds until an import is done (at most one)
+_held: list[int] = []
 
 
 @contextmanager
@@ -36,17 +38,16 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
     the interpreter. After the first signal the others are ignored, so a second
     one cannot cut the cleanup short; the previous handlers come back afterwards.
     """
-    pending: list[int] = []
-
     def handler(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGALRM:
-            if not pending:
+            if not _held:
                 return
-            signum = pending[0]
+            signum = _held[0]
         if _importing(frame):
-            pending[:] = [signum]
+            _held[:] = [signum]
             signal.setitimer(signal.ITIMER_REAL, _RETRY)
             return
+        _held.clear()
         for sig in old:
             signal.signal(sig, signal.SIG_IGN)
         release_stdout()
@@ -61,6 +62,7 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        _held.clear()
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
 
@@ -74,7 +76,10 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
 
     The handlers only note the signal (through ``signal.set_wakeup_fd``), so no
     exception is raised at a random point of the main thread: inside DuckDB's own
-    SIGINT check, an at-fork callback, an iterator another thread is running.
+    SIGINT check, an at-fork callback, an iterator another thread is running. A signal
+    that :func:`exit_on_signals` holds (it came during an import just before) ends the
+    block before it runs: left to its SIGALRM, it would be raised inside the block,
+    where DuckDB turned it into its own error.
     """
     signals = (signal.SIGINT, *TERMINATING)
     got: list[int] = []
@@ -96,25 +101,34 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
             if stop_r in readable:
                 return
 
-    # the wakeup fd before the handlers and after them: no signal falls in between
+    # signals wait while the handlers change (one between the wakeup fd and a handler,
+    # or raised by the previous handler, would leave either behind)
+    held = {*signals, signal.SIGALRM}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     old: dict[int, Any] = {}
     watcher = threading.Thread(target=watch, name="ehtool-signals", daemon=True)
+    watcher.start()  # (with the signals blocked: they go to the main thread)
+    for sig in signals:
+        handler = signal.getsignal(sig)
+        if handler is not signal.SIG_IGN:
+            old[sig] = handler
+            signal.signal(sig, _noted)
+    if _held:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        got.append(_held.pop())
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     error: BaseException | None = None
     try:
-        watcher.start()
-        for sig in signals:
-            handler = signal.getsignal(sig)
-            if handler is not signal.SIG_IGN:
-                old[sig] = handler
-                signal.signal(sig, _noted)
+        if got:
+            raise SignalExit(got[0])
         yield
     except BaseException as exc:  # noqa: BLE001 - raised below unless a signal came
         error = exc
     finally:
-        if watcher.is_alive():
-            os.write(stop_w, b"x")
-            watcher.join()
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        os.write(stop_w, b"x")
+        watcher.join()
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)
@@ -123,6 +137,7 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
             note(os.read(wake_r, 64))  # one that came after the watcher stopped
         for fd in (wake_r, wake_w, stop_r, stop_w):
             os.close(fd)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if got:
         if got[0] == signal.SIGINT:
             raise KeyboardInterrupt from None

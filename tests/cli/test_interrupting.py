@@ -57,3 +57,37 @@ def test_a_signal_already_ignored_stays_ignored():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_signal_held_during_an_import_before_the_block_ends_it_before_it_runs(
+        tmp_path, monkeypatch):
+    """``exit_on_signals`` holds a signal that comes during an import and raises it from
+    a SIGALRM a few ms later: inside ``interrupting``'s block, DuckDB caught it and
+    raised its own error ('Query interrupted', exit 1 instead of 129)."""
+    import sys
+    import time
+
+    from ehtool.cli.signals import exit_on_signals
+
+    (tmp_path / "ehtool_test_held_import.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGHUP)\n"
+        "time.sleep(0.02)  # the handler runs here, inside the import: it holds the signal\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ran: list[str] = []
+
+    def query() -> None:  # as DuckDB does with an exception its callback raises
+        try:
+            ran.append("block")
+            time.sleep(5)
+        except SignalExit:
+            raise RuntimeError("Query interrupted") from None
+
+    with pytest.raises(SignalExit) as caught, exit_on_signals():
+        import ehtool_test_held_import  # noqa: F401
+        with interrupting(pytest.fail):
+            query()
+    assert caught.value.code == 128 + signal.SIGHUP
+    assert ran == []
+    assert signal.set_wakeup_fd(-1) == -1
+    del sys.modules["ehtool_test_held_import"]
