@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ehtool.analysis.arrow import COLUMNS, json_value, require, schema, storable, to_array
-from ehtool.errors import input_name
+from ehtool.errors import InputError, input_name
 from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
@@ -206,16 +206,27 @@ class ByEventWriter:
                             type=pa.string())
 
 
-def write_by_event(paths: Iterable[str], directory: str | os.PathLike) -> dict[str, int]:
-    """Write the events of ``paths`` to ``directory``; rows written per event name."""
+def write_by_event(paths: Iterable[str], directory: str | os.PathLike,
+                   problems: dict[str, list[InputError]] | None = None) -> dict[str, int]:
+    """Write the events of ``paths`` to ``directory``; rows written per event name.
+    ``problems``: each path's input errors are kept there (a fatal one replaces those
+    before it and ends the path's rows) and the next paths are written; without it the
+    first input error raises."""
     from ehtool.events import open as open_events
 
     writer = ByEventWriter(directory)
     try:
         for path in paths:
-            with open_events(path) as events:
-                for ev in events:
-                    writer.add(path, ev)
+            met = None if problems is None else problems.setdefault(path, [])
+            try:
+                with open_events(path, on_error=None if met is None else met.append) \
+                        as events:
+                    for ev in events:
+                        writer.add(path, ev)
+            except InputError as exc:
+                if met is None:
+                    raise
+                met[:] = [exc]  # (as one process: the fatal error alone)
     finally:  # an input error still leaves complete files for the events before it
         rows = writer.close()
     return rows

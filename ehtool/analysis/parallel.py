@@ -313,22 +313,42 @@ class Source:
 ROW_GROUP_ROWS = 16384
 
 
-def write_parquet(paths: list[str], out: Any, jobs: int = 1) -> int:
+def write_parquet(paths: list[str], out: Any, jobs: int = 1,
+                  problems: dict[str, list[InputError]] | None = None) -> int:
     """Write the events of ``paths`` to a Parquet file (path or binary file) with ``jobs``
-    processes, in row groups of ROW_GROUP_ROWS; rows written."""
+    processes, in row groups of ROW_GROUP_ROWS; rows written. ``problems``: as
+    :func:`batches` (each path's input errors kept there, the next paths written);
+    without it the first input error raises, after the rows before it are written."""
     pa = require("pyarrow")
     pq = require("pyarrow.parquet")
     rows = 0
     group: list[Any] = []
-    with pq.ParquetWriter(out, schema()) as writer:
-        for batch in batches(paths, None, jobs):
+    with pq.ParquetWriter(out, schema()) as writer, _flushing(writer, group):
+        for batch in batches(paths, None, jobs, problems=problems):
             group.append(batch)
             rows += batch.num_rows
             if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
                 table = pa.Table.from_batches(group)
                 writer.write_table(table.slice(0, ROW_GROUP_ROWS))
-                group = table.slice(ROW_GROUP_ROWS).to_batches()  # (a part's last batch
-                # is short: groups stay exact)
-        if group:
-            writer.write_table(pa.Table.from_batches(group, schema=schema()))
+                group[:] = table.slice(ROW_GROUP_ROWS).to_batches()  # (a part's last
+                # batch is short: groups stay exact)
     return rows
+
+
+@contextlib.contextmanager
+def _flushing(writer: Any, group: list[Any]) -> Iterator[None]:
+    """Write the rows left in ``group`` at the end of the block, also when an input
+    error ends it (the rows before the error are the file's)."""
+    try:
+        yield
+    except InputError:
+        _flush(writer, group)
+        raise
+    _flush(writer, group)
+
+
+def _flush(writer: Any, group: list[Any]) -> None:
+    if group:
+        pa = require("pyarrow")
+        writer.write_table(pa.Table.from_batches(group, schema=schema()))
+        group.clear()

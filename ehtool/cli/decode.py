@@ -354,7 +354,10 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
     to -o FILE or a pipe, or (``--split-by-event``) a directory of datasets per event."""
     from ehtool.analysis.arrow import require
     from ehtool.analysis.parallel import write_parquet
+    from ehtool.cli.problems import report
     from ehtool.decode.atomic import atomic_directory, atomic_output
+
+    problems: dict[str, list] = {}  # each input's errors: reported after the others' rows
 
     if filtered:
         raise click.UsageError("filters apply to json, jsonl and text; select Parquet rows with "
@@ -367,20 +370,22 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
 
         _first_input_error(inputs)  # when none opens, DIR is not created
         with atomic_directory(split_dir) as tmp:
-            rows = write_by_event(inputs, tmp)
+            rows = write_by_event(inputs, tmp, problems)
         click.echo(f"{sum(rows.values())} events of {len(rows)} names in "
                    f"{split_dir.rstrip('/') or '/'}/",
                    err=True)
+        report(inputs, [problems])
         return
     if (output is None or output == "-") and sys.stdout.isatty():
         raise click.UsageError("Parquet is binary: write it with -o FILE or to a pipe")
     require("pyarrow.parquet")
     if output is None or output == "-":
-        write_parquet(list(inputs), sys.stdout.buffer, jobs)
-        return
-    _first_input_error(inputs)  # when none opens, FILE is left as it was
-    with atomic_output(output) as out:
-        write_parquet(list(inputs), out, jobs)
+        write_parquet(list(inputs), sys.stdout.buffer, jobs, problems)
+    else:
+        _first_input_error(inputs)  # when none opens, FILE is left as it was
+        with atomic_output(output) as out:
+            write_parquet(list(inputs), out, jobs, problems)
+    report(inputs, [problems])
 
 
 def _same_terminal(output: str | None) -> bool:
