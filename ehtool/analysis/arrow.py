@@ -31,7 +31,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ehtool.errors import InputError, UsageError, input_name
+from ehtool.errors import InputError, UsageError, combined, input_name
 from ehtool.values.strings import escape_surrogates
 from ehtool.values.text import float64_json
 
@@ -124,7 +124,9 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     ``part=(k, n)``: of each file only its k-th of n parts (see :func:`ehtool.open`).
     A file's problems raise at its end (its complete events were yielded), unless
     ``on_error`` takes the recoverable ones, and ``on_fatal`` the one that ends a file
-    (called before that file's last rows are yielded; the next file follows)."""
+    (called before that file's last rows are yielded; the next file follows). A value
+    its column cannot hold (a corrupt time past 2262) is null, and a recoverable
+    problem (without ``on_error``: raised after the last rows)."""
     pa = require("pyarrow")
     from ehtool.events import open as open_events
 
@@ -134,6 +136,11 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     only = None if "fields" in names else ()
     files: list[str] = []  # each row's input
     evs: list[Any] = []
+    late: list[InputError] = []
+    sink = on_error or late.append
+
+    def unfit(row: int, problem: InputError) -> None:
+        sink(problem)
     for path in paths:
         name = input_name(path)
         try:
@@ -142,22 +149,83 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                     evs.append(ev)
                     files.append(name)
                     if len(evs) == BATCH_ROWS:
-                        yield _batch(pa, files, evs, out_schema)
+                        yield _batch(pa, files, evs, out_schema, unfit)
                         files, evs = [], []
         except InputError as exc:
-            if on_fatal is not None:
-                on_fatal(exc)
-                continue
-            if evs:  # the complete events before the problem, then the problem
-                yield _batch(pa, files, evs, out_schema)
-            raise
+            last = _batch(pa, files, evs, out_schema, unfit) if evs else None
+            files, evs = [], []
+            if on_fatal is None:
+                if last is not None:  # the complete events before the problem, then it
+                    yield last
+                raise
+            on_fatal(exc)  # (after the problems of the rows before: it replaces them)
+            if last is not None:
+                yield last
     if evs:
-        yield _batch(pa, files, evs, out_schema)
+        yield _batch(pa, files, evs, out_schema, unfit)
+    if late:
+        raise combined(late)
 
 
-def _batch(pa: Any, files: list[str], evs: list[Any], schema: Any) -> Any:
-    return pa.RecordBatch.from_arrays(
-        [to_array(pa, COLUMNS[f.name](files, evs), f.type) for f in schema], schema=schema)
+#: a value a column cannot hold: ``unfit(row, problem)``
+Unfit = Callable[[int, InputError], None]
+
+
+def _batch(pa: Any, files: list[str], evs: list[Any], schema: Any, unfit: Unfit) -> Any:
+    arrays = []
+    for f in schema:
+        values = COLUMNS[f.name](files, evs)
+        try:
+            arrays.append(to_array(pa, values, f.type))
+        except (OverflowError, pa.ArrowInvalid):  # a value out of the column's range
+            bounds = _bounds(pa, f.type)
+            if bounds is None:
+                raise
+            arrays.append(to_array(pa, _fitting(f, bounds, values, files, evs, unfit),
+                                   f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def column_values(pa: Any, schema: Any, files: list[str], evs: list[Any],
+                  unfit: Unfit) -> list[list]:
+    """The values of ``schema``'s columns for these rows, as Python lists, those out of
+    their column's range None (:func:`record_batches` finds them building its arrays)."""
+    out = []
+    for f in schema:
+        values = COLUMNS[f.name](files, evs)
+        bounds = _bounds(pa, f.type)
+        if bounds is not None:
+            present = [v for v in values if v is not None]
+            if present and (min(present) < bounds[0] or max(present) > bounds[1]):
+                values = _fitting(f, bounds, values, files, evs, unfit)
+        out.append(values)
+    return out
+
+
+def _bounds(pa: Any, type_: Any) -> tuple[int, int] | None:
+    """The values an integer or timestamp column holds (None: another type)."""
+    if pa.types.is_timestamp(type_):
+        return -(1 << 63), (1 << 63) - 1
+    if not pa.types.is_integer(type_):
+        return None
+    bits = type_.bit_width
+    if pa.types.is_signed_integer(type_):
+        return -(1 << bits - 1), (1 << bits - 1) - 1
+    return 0, (1 << bits) - 1
+
+
+def _fitting(column: Any, bounds: tuple[int, int], values: list, files: list[str],
+             evs: list[Any], unfit: Unfit) -> list:
+    """``values`` with those out of ``bounds`` as None, each one a problem naming the
+    input and the sample's offset."""
+    low, high = bounds
+    out = list(values)
+    for i, v in enumerate(values):
+        if v is not None and not low <= v <= high:
+            out[i] = None
+            unfit(i, InputError(f"{files[i]}: offset {evs[i].offset:#x}: {column.name} {v} "
+                                f"does not fit its column ({column.type}): null"))
+    return out
 
 
 def to_array(pa: Any, values: list, type_: Any) -> Any:

@@ -24,13 +24,20 @@ import ipaddress
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ehtool.analysis.arrow import COLUMNS, json_value, require, schema, storable, to_array
-from ehtool.errors import InputError, input_name
+from ehtool.analysis.arrow import (
+    column_values,
+    json_value,
+    require,
+    schema,
+    storable,
+    to_array,
+)
+from ehtool.errors import InputError, combined, input_name
 from ehtool.eventheader.decoder import Fields
 
 GROUP_ROWS = 16384
@@ -99,7 +106,8 @@ class _Event:
 class ByEventWriter:
     """Writes events to ``directory`` (see the module doc); :meth:`close` finishes."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    def __init__(self, directory: str | os.PathLike,
+                 unfit: Callable[[str, InputError], None] | None = None) -> None:
         self.pa = require("pyarrow")
         self.pq = require("pyarrow.parquet")
         self.directory = Path(directory)
@@ -109,20 +117,30 @@ class ByEventWriter:
         self.events: dict[str, _Event] = {}
         self.open: OrderedDict[str, _Event] = OrderedDict()  # least recently written first
         self.pending = 0
-        #: events added since the last :meth:`_settle`: (input, event, its field columns)
+        #: events added since the last :meth:`settle`: (path, event, its field columns)
         self.fresh: list[tuple[str, Any, list[tuple[str, Any]]]] = []
+        #: a value a column cannot hold: ``unfit(path, problem)`` (None: raised at close)
+        self.unfit = unfit
+        self.late: list[InputError] = []
 
     def add(self, path: str, ev: Any) -> None:
-        self.fresh.append((input_name(path), ev, field_columns(ev.fields, self.names)))
+        self.fresh.append((path, ev, field_columns(ev.fields, self.names)))
         if len(self.fresh) >= SETTLE_ROWS:
-            self._settle()
+            self.settle()
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """The fresh events' common columns, a batch at a time (COLUMNS), as rows of
         their event names (an event object is not kept past its batch)."""
         fresh, self.fresh = self.fresh, []
-        files, evs = [f[0] for f in fresh], [f[1] for f in fresh]
-        columns = [COLUMNS[f.name](files, evs) for f in self.common]
+        files, evs = [input_name(f[0]) for f in fresh], [f[1] for f in fresh]
+
+        def unfit(row: int, problem: InputError) -> None:
+            if self.unfit is None:
+                self.late.append(problem)
+            else:
+                self.unfit(fresh[row][0], problem)
+
+        columns = column_values(self.pa, self.common, files, evs, unfit)
         for i, (_, ev, fields) in enumerate(fresh):
             entry = self.events.get(ev.name)
             if entry is None:
@@ -137,13 +155,15 @@ class ByEventWriter:
 
     def close(self) -> dict[str, int]:
         """Write what is pending and close every part; rows written per event name."""
-        self._settle()
+        self.settle()
         for name, entry in self.events.items():
             if entry.rows:
                 self._flush(name, entry)
         for entry in self.open.values():
             entry.writer.close()
         self.open.clear()
+        if self.late:
+            raise combined(self.late)
         return {name: e.written for name, e in self.events.items()}
 
     def _flush(self, name: str, entry: _Event) -> None:
@@ -186,9 +206,9 @@ class ByEventWriter:
         for r, (_, fields) in enumerate(rows):
             for column, value in fields:
                 values[order[column]][r] = value
-        for column, column_values in zip(order, values, strict=True):
+        for column, its_values in zip(order, values, strict=True):
             names.append(column)
-            arrays.append(self._array(column_values))
+            arrays.append(self._array(its_values))
         return pa.Table.from_arrays(arrays, names=names)
 
     def _array(self, values: list[Any]) -> Any:
@@ -214,7 +234,8 @@ def write_by_event(paths: Iterable[str], directory: str | os.PathLike,
     first input error raises."""
     from ehtool.events import open as open_events
 
-    writer = ByEventWriter(directory)
+    writer = ByEventWriter(directory, None if problems is None else
+                           lambda path, problem: problems.setdefault(path, []).append(problem))
     try:
         for path in paths:
             met = None if problems is None else problems.setdefault(path, [])
@@ -226,6 +247,7 @@ def write_by_event(paths: Iterable[str], directory: str | os.PathLike,
             except InputError as exc:
                 if met is None:
                     raise
+                writer.settle()  # (the problems of the rows before it, which it replaces)
                 met[:] = [exc]  # (as one process: the fatal error alone)
     finally:  # an input error still leaves complete files for the events before it
         rows = writer.close()
