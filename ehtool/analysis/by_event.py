@@ -7,9 +7,10 @@ field, typed from the values: integers int64 (uint64 above its range), floats do
 strings, bytes binary, booleans, UUIDs and IP addresses as strings, times as
 timestamps, arrays as lists, structs as structs. A field whose name is taken (by a
 column before it, or an earlier field of the same name) is ``<name>_2``, ``_3``...
-A row group whose types do not fit the open part (another version of the event with
-other fields, or a field with mixed types) starts the next part; a column with mixed
-types within one row group is written as text. Read all parts of an event with
+Rows of one shape (each field's name and type: another version of an event, or a field
+whose value has another type, is another shape) go into parts of their own: a row
+group holds one shape, and a part takes row groups of its own types only (nulls
+aside); a column whose nested values still mix types within a row group is text. Read all parts of an event with
 ``read_parquet('DIR/<name>/*.parquet', union_by_name = true)`` (DuckDB).
 
 Memory stays bounded: rows are kept per event until a row group is full
@@ -93,14 +94,23 @@ def arrow_value(value: Any) -> Any:
 
 
 class _Event:
-    """The pending rows and the open part of one event name."""
+    """The pending rows and the open part of one event name's rows of one shape."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, name: str, directory: Path) -> None:
+        self.name = name
         self.directory = directory
         self.rows: list[tuple[list[Any], list[tuple[str, Any]]]] = []
         self.writer: Any = None
-        self.parts = 0
         self.written = 0
+
+
+#: an event name and the shape of its rows: each field column's name and Python type
+#: (another version of an event, or a field of another type, is another shape)
+_Key = tuple[str, tuple[tuple[str, type], ...]]
+
+
+def _shape(fields: list[tuple[str, Any]]) -> tuple[tuple[str, type], ...]:
+    return tuple((column, type(value)) for column, value in fields)
 
 
 class ByEventWriter:
@@ -114,8 +124,9 @@ class ByEventWriter:
         full = schema()
         self.common = self.pa.schema([f for f in full if f.name != "fields"])
         self.names = set(self.common.names)
-        self.events: dict[str, _Event] = {}
-        self.open: OrderedDict[str, _Event] = OrderedDict()  # least recently written first
+        self.events: dict[_Key, _Event] = {}
+        self.open: OrderedDict[_Key, _Event] = OrderedDict()  # least recently written first
+        self.parts: dict[Path, int] = {}  # parts started per event directory
         self.pending = 0
         #: events added since the last :meth:`settle`: (path, event, its field columns)
         self.fresh: list[tuple[str, Any, list[tuple[str, Any]]]] = []
@@ -142,56 +153,64 @@ class ByEventWriter:
 
         columns = column_values(self.pa, self.common, files, evs, unfit)
         for i, (_, ev, fields) in enumerate(fresh):
-            entry = self.events.get(ev.name)
+            key = (ev.name, _shape(fields))
+            entry = self.events.get(key)
             if entry is None:
-                entry = self.events[ev.name] = _Event(self.directory / event_dir_name(ev.name))
+                entry = self.events[key] = _Event(
+                    ev.name, self.directory / event_dir_name(ev.name))
             entry.rows.append(([c[i] for c in columns], fields))
             self.pending += 1
             if len(entry.rows) >= GROUP_ROWS:
-                self._flush(ev.name, entry)
+                self._flush(key, entry)
             elif self.pending >= PENDING_ROWS:
-                name = max(self.events, key=lambda n: len(self.events[n].rows))
-                self._flush(name, self.events[name])
+                key = max(self.events, key=lambda k: len(self.events[k].rows))
+                self._flush(key, self.events[key])
 
     def close(self) -> dict[str, int]:
         """Write what is pending and close every part; rows written per event name."""
         self.settle()
-        for name, entry in self.events.items():
+        for key, entry in self.events.items():
             if entry.rows:
-                self._flush(name, entry)
+                self._flush(key, entry)
         for entry in self.open.values():
             entry.writer.close()
         self.open.clear()
         if self.late:
             raise combined(self.late)
-        return {name: e.written for name, e in self.events.items()}
+        rows: dict[str, int] = {}
+        for e in self.events.values():
+            rows[e.name] = rows.get(e.name, 0) + e.written
+        return rows
 
-    def _flush(self, name: str, entry: _Event) -> None:
+    def _flush(self, key: _Key, entry: _Event) -> None:
         table = self._table(entry.rows)
         self.pending -= len(entry.rows)
         entry.rows = []
         if entry.writer is not None and not table.schema.equals(entry.writer.schema):
             try:
+                if not _fills(table.schema, entry.writer.schema):
+                    raise ValueError  # (a column of mixed types as text, other structs...)
                 table = table.cast(entry.writer.schema)
             except (self.pa.ArrowInvalid, self.pa.ArrowNotImplementedError, ValueError):
-                self._close(name, entry)
+                self._close(key, entry)
         if entry.writer is None:
             if len(self.open) >= OPEN_WRITERS:
                 oldest = next(iter(self.open))
                 self._close(oldest, self.open[oldest])
             entry.directory.mkdir(parents=True, exist_ok=True)
+            part = self.parts.get(entry.directory, 0)
+            self.parts[entry.directory] = part + 1
             entry.writer = self.pq.ParquetWriter(
-                entry.directory / f"part-{entry.parts}.parquet", table.schema)
-            entry.parts += 1
-            self.open[name] = entry
-        self.open.move_to_end(name)
+                entry.directory / f"part-{part}.parquet", table.schema)
+            self.open[key] = entry
+        self.open.move_to_end(key)
         entry.writer.write_table(table)
         entry.written += table.num_rows
 
-    def _close(self, name: str, entry: _Event) -> None:
+    def _close(self, key: _Key, entry: _Event) -> None:
         entry.writer.close()
         entry.writer = None
-        del self.open[name]
+        del self.open[key]
 
     def _table(self, rows: list[tuple[list[Any], list[tuple[str, Any]]]]) -> Any:
         pa = self.pa
@@ -224,6 +243,14 @@ class ByEventWriter:
                 return pa.array(values, type=pa.uint64())  # u64 values above int64's range
             return pa.array([None if v is None else json_value(v) for v in values],
                             type=pa.string())
+
+
+def _fills(have: Any, part: Any) -> bool:
+    """Whether rows of schema ``have`` may go into a part of schema ``part``: the same
+    columns of the same types, but where ``have``'s holds nulls only (all null, empty
+    lists): those are cast."""
+    return have.names == part.names and all(
+        a.type == b.type or "null" in str(a.type) for a, b in zip(have, part, strict=True))
 
 
 def write_by_event(paths: Iterable[str], directory: str | os.PathLike,

@@ -1,0 +1,82 @@
+"""``--split-by-event``: rows of one event name in different shapes (another version of
+it with other field types, a time field that is a datetime in one row and an integer
+past datetime's range in the next) go into parts of their own, each value in its own
+type. They were mixed in one row group: a column of JSON text (``"seven"`` quoted)
+beside plain text in the next group of the same part, and an integer time read as
+microseconds (a wrong date)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+REPO = Path(__file__).resolve().parents[2]
+
+EVENTS = [
+    {"provider": "MyProvider", "event": "Ev", "version": 0, "fields": [["n", "u32", 7]]},
+    {"provider": "MyProvider", "event": "Ev", "version": 1, "fields": [["n", "str", "seven"]]},
+    {"provider": "MyProvider", "event": "T", "fields": [["t", "time", 1577836800]]},
+    {"provider": "MyProvider", "event": "T", "fields": [["t", "time", 99999999999999]]},
+]
+
+
+def _recording(path: Path, rounds: int) -> None:
+    """EVENTS, ``rounds`` times over, as samples of MyProvider_L5K1."""
+    from ehtool.perfdata.grammar import RecordType
+    from ehtool.perfdata.reader import PerfDataFile
+    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+
+    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
+                          input="".join(json.dumps(e) + "\n" for e in EVENTS).encode(),
+                          capture_output=True, cwd=REPO, check=True)
+    payloads = [bytes.fromhex(line.split()[1].decode()) for line in done.stdout.splitlines()]
+    example = REPO / "examples" / "eventheader.data"
+    with PerfDataFile.open(example) as f:
+        s0 = next(s for s in f.samples("file") if b"Started\0" in s.raw)
+        prefix = bytes(s0.raw[:s0.desc.format.eventheader_offset])
+        w = PerfDataWriter(path, big_endian=f.big_endian,
+                           attr_size=max(d.attr.size for d in f.descs))
+        copy_metadata(w, f)
+    index = next(i for i, (_, _, name) in enumerate(w.events)
+                 if name.endswith("MyProvider_L5K1"))
+    ids = w.events[index][1]
+    t = s0.time
+    for _ in range(rounds):
+        for payload in payloads:
+            t += 1000
+            w.add_sample(index, id=ids[0], time=t, pid=s0.pid, tid=s0.tid, cpu=s0.cpu,
+                         raw=prefix + payload)
+        w.add_record(RecordType.FINISHED_ROUND)
+    w.close()
+
+
+@pytest.mark.parametrize("rounds", [3, 20000])  # (20,000: more than a row group)
+def test_each_shape_in_parts_of_its_own(tmp_path, rounds):
+    data = tmp_path / "shapes.data"
+    _recording(data, rounds)
+    out = tmp_path / "by"
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                           "--split-by-event", str(out), str(data)],
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    for name, column, expected in (("MyProvider:Ev", "n", {"int64": [7], "string": ["seven"]}),
+                                   ("MyProvider:T", "t", {"timestamp[us, tz=UTC]": [
+                                       "2020-01-01 00:00:00+00:00"],
+                                       "int64": [99999999999999]})):
+        parts = sorted((out / name).glob("part-*.parquet"))
+        assert len(parts) == 2
+        seen = {}
+        for part in parts:
+            table = pq.read_table(part)
+            assert table.column(column).null_count == 0
+            values = table.column(column).to_pylist()
+            seen[str(table.schema.field(column).type)] = sorted({str(v) if hasattr(
+                v, "tzinfo") else v for v in values})
+            assert len(values) == rounds
+        assert seen == expected
