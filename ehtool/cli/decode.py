@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
+from ehtool.cli import options
 from ehtool.cli.completion import complete_meta, complete_names
 from ehtool.cli.options import converted
 from ehtool.cli.write_args import LEVELS, named_int, ranged_int
@@ -24,8 +25,8 @@ _META_HELP = (
 
 
 @click.command()
-@click.argument("inputs", nargs=-1, metavar="[FILE]...", type=click.Path(allow_dash=True))
-@click.option("-o", "--output", metavar="FILE", type=click.Path(allow_dash=True),
+@click.argument("inputs", nargs=-1, metavar="[FILE]...", type=options.Path(allow_dash=True))
+@click.option("-o", "--output", metavar="FILE", type=options.Path(allow_dash=True),
               help="Write to FILE instead of stdout ('-': stdout). A regular file is replaced "
                    "atomically (complete or not at all, keeping its mode); a FIFO or device "
                    "is written through.")
@@ -40,7 +41,7 @@ _META_HELP = (
                    "for jq and pipes); text: one line per event in perf script's spirit, "
                    "for people and grep; parquet: one row per event, typed columns (needs "
                    "ehtool[analysis]; see README 'Analysis').")
-@click.option("--split-by-event", "split_dir", metavar="DIR", type=click.Path(file_okay=False),
+@click.option("--split-by-event", "split_dir", metavar="DIR", type=options.Path(file_okay=False),
               help="With --format parquet: one dataset per event name, DIR/NAME/part-N.parquet, "
                    "the fields as real typed columns (DIR is created whole at the end, or not "
                    "at all; it must not exist or be empty).")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from ehtool.cli import options
+
 
 @click.command()
-@click.argument("paths", nargs=-1, metavar="[FILE]...", type=click.Path(allow_dash=True))
+@click.argument("paths", nargs=-1, metavar="[FILE]...", type=options.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True,
               help="JSON for scripts: one object (one per line for several files).")
 def info(paths: tuple[str, ...], as_json: bool) -> None:

@@ -49,3 +49,14 @@ def provider_set(verb: str) -> Callable[[F], F]:
         return f
 
     return decorate
+
+
+class Path(click.Path):
+    """``click.Path`` that refuses an empty text (``-o ''`` is a slip of the shell, never
+    the current directory nor standard output)."""
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> object:
+        if value == "":
+            self.fail("an empty path", param, ctx)
+        return super().convert(value, param, ctx)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from ehtool.cli import options
 from ehtool.cli.completion import complete_tracepoints
 from ehtool.cli.options import provider_set
 
@@ -25,11 +26,11 @@ class _RecordCommand(click.Command):
 @click.command(cls=_RecordCommand)
 @click.argument("specs", nargs=-1, metavar="SPEC...", shell_complete=complete_tracepoints)
 @click.option("-o", "--output", default="perf.data", show_default=True, metavar="FILE",
-              type=click.Path(dir_okay=False, allow_dash=True),
+              type=options.Path(dir_okay=False, allow_dash=True),
               help="perf.data file to write; '-' streams pipe-mode data to stdout "
                    "(COMMAND's stdout then goes to stderr).")
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
-              type=click.Path(dir_okay=False, allow_dash=True),
+              type=options.Path(dir_okay=False, allow_dash=True),
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
 @provider_set("Record")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ehtool.cli import options
 from ehtool.cli.options import provider_set
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("definitions", nargs=-1, metavar="[DEFINITION...]")
 @click.option("-i", "--input", "files", multiple=True, metavar="FILE",
-              type=click.Path(dir_okay=False, allow_dash=True),
+              type=options.Path(dir_okay=False, allow_dash=True),
               help="Read definitions from FILE, one a line ('#' comments and blank lines "
                    "skipped). Repeatable.")
 @provider_set("Register")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import click
 
+from ehtool.cli import options
 from ehtool.cli.completion import complete_names
 from ehtool.cli.options import converted
 from ehtool.cli.write_args import LEVELS, OPCODES, VALUE_OPTIONS, write_one
@@ -48,7 +49,7 @@ _TYPES_HELP = (
 @click.option("--batch", is_flag=True,
               help="Read events as JSON Lines from stdin (or -i FILE); see below.")
 @click.option("-i", "--input", "input_file", metavar="FILE", help="Batch input file.",
-              type=click.Path(allow_dash=True))
+              type=options.Path(allow_dash=True))
 @click.option("--strict", is_flag=True, help="Batch: stop at the first bad line.")
 @click.option("--require-enabled", is_flag=True,
               help="Exit 3 when no session has the tracepoint enabled (nothing written).")
