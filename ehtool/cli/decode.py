@@ -161,6 +161,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     click.get_current_context().call_on_close(fewer_collections())
     inputs = inputs or ("perf.data",)
     _refuse_combinations(click.get_current_context())
+    if output in (None, "-") and split_dir is None and sys.stdout is None:
+        raise click.UsageError("standard output is closed; write to a file with -o FILE")
     if out_format == "parquet":
         with exit_on_signals():  # as above; the parts' workers are ended too
             _parquet(inputs, output, split_dir, jobs or available_cpus(),
@@ -191,8 +193,6 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         if failed:
             sys.exit(EXIT_INPUT)
         return
-    if output is None and sys.stdout is None:
-        raise click.UsageError("standard output is closed; write to a file with -o FILE")
     bar = None
     if not quiet and sys.stderr is not None and sys.stderr.isatty() and not _same_terminal(
             output):

@@ -29,3 +29,15 @@ def test_an_empty_path_is_a_usage_error(args, named, tmp_path):
     assert (done.returncode, done.stdout) == (2, "")
     assert f"Invalid value for {named}: an empty path" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out_format", ["json", "jsonl", "text", "parquet"])
+@pytest.mark.parametrize("output", [[], ["-o", "-"]])
+def test_a_closed_standard_output_is_a_usage_error(out_format, output):
+    """``>&-``: --format parquet (and -o - in every format) ended in an internal error."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", out_format,
+                           *output, SCHED], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, cwd=REPO, check=False,
+                          preexec_fn=lambda: __import__("os").close(1))
+    assert done.returncode == 2, done.stderr
+    assert "standard output is closed; write to a file with -o FILE" in done.stderr
