@@ -10,8 +10,8 @@ column before it, or an earlier field of the same name) is ``<name>_2``, ``_3``.
 Rows of one shape (each field's name and type: another version of an event, or a field
 whose value has another type, is another shape) go into parts of their own: a row
 group holds one shape, and a part takes row groups of its own types only (nulls
-aside); a column whose nested values still mix types within a row group is text. Read all parts of an event with
-``read_parquet('DIR/<name>/*.parquet', union_by_name = true)`` (DuckDB).
+aside); a column whose nested values still mix types within a row group is text. Read
+all parts of an event with ``read_parquet('DIR/<name>/*.parquet', union_by_name = true)`` (DuckDB).
 
 Memory stays bounded: rows are kept per event until a row group is full
 (:data:`GROUP_ROWS`) or :data:`PENDING_ROWS` rows wait in all, and at most

@@ -67,7 +67,7 @@ def partitions(files: list[str], partition_bytes: int
     out: list[tuple[str, tuple[int, int] | None]] = []
     for path in files:
         n = 1
-        if "://" not in path:
+        if "://" not in path and os.path.isfile(path):  # (a FIFO is read once, by its part)
             try:
                 with PerfDataFile.open(path, on_error=lambda err: None) as f:
                     start, end = f.data_range

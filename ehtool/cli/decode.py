@@ -290,14 +290,18 @@ def _first_input_error(inputs: tuple[str, ...]) -> None:
 
 def _openable(path: str) -> bool:
     import os
+    import stat
 
     if path == "-":
         return True
     try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO is not opened twice: its writer would stop
+            return not stat.S_ISDIR(mode) and os.access(path, os.R_OK)
         os.close(os.open(path, os.O_RDONLY))
     except OSError:
         return False
-    return not os.path.isdir(path)
+    return True
 
 
 #: the options an output format, or .dat input, does not read: given, they are a usage

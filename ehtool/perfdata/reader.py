@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
@@ -95,6 +96,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self._file: BinaryIO | None = None
         self._mm: mmap.mmap | None = None
         self._stream: BinaryIO | None = None
+        self._owned: BinaryIO | None = None  # a stream it opened (a FIFO's path)
         self._data_start = 0
         self._data_end = 0
         self._declared_end = 0
@@ -110,15 +112,22 @@ class PerfDataFile(Metadata, RecordWalk, Split):
              on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:
         """Open a perf.data path; ``-`` or a binary stream reads pipe mode sequentially."""
         if path == "-":
-            return cls.open_stream(sys.stdin.buffer, STDIN_NAME, on_error=on_error)
-        if not isinstance(path, (str, bytes, os.PathLike)):
+            if not _a_file_from_its_start(sys.stdin.buffer):  # (``< perf.data`` is one)
+                return cls.open_stream(sys.stdin.buffer, STDIN_NAME, on_error=on_error)
+            f, name = os.fdopen(os.dup(sys.stdin.buffer.fileno()), "rb"), STDIN_NAME
+        elif not isinstance(path, (str, bytes, os.PathLike)):
             return cls.open_stream(path, getattr(path, "name", "stream"), on_error=on_error)
-        name = os.fsdecode(path)
+        else:
+            name = os.fsdecode(path)
+            try:
+                f = open(path, "rb")  # noqa: SIM115 - owned by the PerfDataFile
+            except OSError as exc:
+                raise InputError(f"cannot open: {exc.strerror or exc}", name) from None
         try:
-            f = open(path, "rb")  # noqa: SIM115 - owned by the PerfDataFile
-        except OSError as exc:
-            raise InputError(f"cannot open: {exc.strerror or exc}", name) from None
-        try:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # a FIFO, <(...): a stream
+                self = cls.open_stream(f, name, on_error=on_error)
+                self._owned = f
+                return self
             return cls._open_file(f, name, on_error)
         except BaseException:
             f.close()
@@ -362,6 +371,9 @@ class PerfDataFile(Metadata, RecordWalk, Split):
     # -- lifetime ----------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
         if self._mm is not None:
             self._mm.close()
             self._mm = None
@@ -379,6 +391,16 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         mode = "pipe" if self.pipe_mode else "file"
         order = "big" if self.big_endian else "little"
         return f"PerfDataFile({self.path!r}, {mode} mode, {order}-endian, {len(self.descs)} events)"
+
+
+def _a_file_from_its_start(stream: BinaryIO) -> bool:
+    """Whether ``stream`` is a regular file read from its start (standard input
+    redirected from a file: read as a file, so file mode works too)."""
+    try:
+        fd = stream.fileno()
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.lseek(fd, 0, os.SEEK_CUR) == 0
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes:
