@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Callable
@@ -29,11 +30,13 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
 
     Several statements (separated by ';') run in turn and each result is printed, as
     in DuckDB's own shell; each statement that reads 'events' decodes the files again
-    (standard input can be read by one only). jsonl writes JSON values: JSON columns
-    nested, timestamps as decode writes them (2026-11-22T12:18:39.661435143Z), blobs
-    as hex ("78 00"), NaN and infinities as "nan", "inf"; csv writes the same texts
-    (nested values as JSON). An input that cannot be read is reported after the
-    results (exit 1); the rows of the events before a corrupt record are kept.
+    (standard input can be read by one only), the columns it uses; one that reads
+    'events' more than once runs over a temporary table of them. jsonl writes JSON
+    values: JSON columns nested, timestamps as decode writes them
+    (2026-11-22T12:18:39.661435143Z), blobs as hex ("78 00"), NaN and infinities as
+    "nan", "inf"; csv writes the same texts (nested values as JSON). An input that
+    cannot be read is reported after the results (exit 1); the rows of the events
+    before a corrupt record are kept.
 
     \b
     Examples:
@@ -48,6 +51,10 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
+    if inputs.count("-") > 1:
+        raise click.UsageError("standard input ('-') can be read once: give it once")
+    if sys.stdout is None:
+        raise click.UsageError("standard output is closed; the results are written there")
     keep_freed_memory()
     click.get_current_context().call_on_close(fewer_collections())
     duckdb = require("duckdb")
@@ -81,13 +88,48 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
 def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
                jobs: int) -> dict[str, list]:
     """Run one statement over a fresh view 'events' and print its result; the input
-    problems its stream met, per path."""
-    from ehtool.analysis.arrow import columns_for
+    problems its stream met, per path. A statement that scans 'events' more than once
+    (DuckDB cannot read a stream twice) runs over a temporary table of the columns it
+    needs, decoded once: when its syntax tree shows it, or, when the tree does not tell,
+    after DuckDB found the stream read already (the files are decoded again)."""
+    from ehtool.analysis.sql import reads
+    from ehtool.cli.signals import interrupting
+    from ehtool.errors import UsageError
+
+    # (a signal ends the block: DuckDB would make it its own error, 'Query interrupted',
+    # which the analysis takes for a statement it cannot read)
+    with interrupting(con.interrupt):
+        needs = reads(con, statement.query)
+    materialize = needs.scans is not None and needs.scans > 1
+    try:
+        return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
+                        materialize)
+    except _Consumed:
+        if materialize or "-" in paths:
+            raise UsageError(_CONSUMED_STDIN if "-" in paths else _CONSUMED) from None
+    return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns, True)
+
+
+class _Consumed(Exception):
+    """DuckDB scanned the stream of 'events' a second time."""
+
+
+_CONSUMED = ("SQL: this statement reads 'events' more than once; save the columns it "
+             "needs first: 'create temp table t as select ... from events; select ... "
+             "from t'")
+_CONSUMED_STDIN = ("SQL: this statement reads 'events' more than once, and standard "
+                   "input can be read once; save the columns it needs first: 'create "
+                   "temp table t as select ... from events; select ... from t'")
+
+
+def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
+             jobs: int, columns: list[str] | None, materialize: bool) -> dict[str, list]:
+    """:func:`_statement` once, over a view of a stream of ``columns`` or (``materialize``)
+    a temporary table 'events' that holds them."""
     from ehtool.analysis.parallel import Source
     from ehtool.cli.signals import interrupting
     from ehtool.errors import UsageError
 
-    columns = columns_for(statement.query)
     source = Source(paths, columns, jobs)
 
     def interrupt() -> None:  # from the signal watcher's thread
@@ -102,13 +144,22 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
             if columns is None or "fields" in columns:  # JSON text: typed as JSON
                 events = events.project("* replace (fields::json as fields)")
             events.create_view("events", replace=True)
+            if materialize:  # temp.events hides the view main.events
+                con.execute("create temp table events as from main.events")
             result = _run(con, statement, out_format)
         except Exception as exc:
             if source.error is not None:  # a signal, a worker's failure: as raised
                 raise source.error from None
             if isinstance(exc, duckdb.Error):
+                if "already been consumed" in str(exc) and "RecordBatchReader" in str(exc):
+                    source.stop()
+                    raise _Consumed from None
                 raise UsageError(_sql_error(exc)) from None
             raise
+        finally:
+            if materialize:
+                with contextlib.suppress(duckdb.Error):  # (interrupted: the command ends)
+                    con.execute("drop table if exists temp.events")
     if source.error is not None:
         raise source.error
     if result is not None:
@@ -168,9 +219,9 @@ def _report(inputs: tuple[str, ...], met: list[dict[str, list]]) -> None:
 _QUERIES = frozenset(("SELECT", "PRAGMA", "EXPLAIN", "CALL"))
 
 
-def _run(con: Any, statement: Any, out_format: str) -> tuple[Any, set[int]] | None:
+def _run(con: Any, statement: Any, out_format: str) -> tuple[Any, list[str]] | None:
     """Run ``statement``; print a table, or return the result as an Arrow table to print
-    and which of its columns are JSON."""
+    and the DuckDB types of its columns (JSON and BIT are Arrow strings and binaries)."""
     result = con.sql(statement)
     if result is None or (statement.type.name not in _QUERIES
                           and result.columns in (["Count"], ["Success"])):
@@ -178,28 +229,31 @@ def _run(con: Any, statement: Any, out_format: str) -> tuple[Any, set[int]] | No
     if out_format == "table":
         result.show(max_width=1_000_000, max_rows=1_000_000)
         return None
-    json_columns = {i for i, t in enumerate(result.types) if str(t) == "JSON"}
+    kinds = [str(t) for t in result.types]
     table = result.arrow()
     if hasattr(table, "read_all"):  # DuckDB 1.4+ gives a RecordBatchReader
         table = table.read_all()
-    return table, json_columns
+    return table, kinds
 
 
-def _print(table: Any, json_columns: set[int], out_format: str) -> None:
-    """Print an Arrow table as CSV or JSON Lines (values as :func:`_encoder` writes)."""
+def _print(table: Any, kinds: list[str], out_format: str) -> None:
+    """Print an Arrow table as CSV or JSON Lines (values as :func:`_encoder` writes), its
+    column names made unique as DuckDB's COPY makes them (a, a_1)."""
     import pyarrow as pa
 
-    encoders = [_encoder(pa, f.type, i in json_columns) for i, f in enumerate(table.schema)]
+    encoders = [_encoder(pa, f.type, kind) for f, kind in
+                zip(table.schema, kinds, strict=True)]
+    names = _unique(table.column_names)
     if out_format == "csv":
         import pyarrow.csv as pacsv
 
-        columns = [_csv_column(pa, c, f.type, enc) for c, f, enc in
-                   zip(table.columns, table.schema, encoders, strict=True)]
-        pacsv.write_csv(pa.table(columns, names=table.column_names), sys.stdout.buffer)
+        columns = [_csv_column(pa, c, f.type, enc, kind) for c, f, enc, kind in
+                   zip(table.columns, table.schema, encoders, kinds, strict=True)]
+        pacsv.write_csv(pa.table(columns, names=names), sys.stdout.buffer)
         return
     from ehtool.values.text import str_json
 
-    keys = [str_json(name) + b":" for name in table.column_names]
+    keys = [str_json(name) + b":" for name in names]
     out = sys.stdout.buffer
     for batch in table.to_batches():
         columns = [_values(pa, column) for column in batch.columns]
@@ -217,12 +271,35 @@ def _values(pa: Any, column: Any) -> list:
     return column.to_pylist()
 
 
-def _csv_column(pa: Any, column: Any, type_: Any, encode: Callable[[Any], bytes]) -> Any:
-    """A column as pyarrow's CSV writer takes it: timestamps, blobs and intervals as the
-    text of their JSON string, nested values as JSON, the rest as it is."""
+def _unique(names: list[str]) -> list[str]:
+    """Column names made unique as DuckDB makes them (QueryResult::DeduplicateColumns,
+    as its COPY writes them): a repeated name, in any case, gets ``_1``, ``_2``..., the
+    first suffix no other name has."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        low = name.lower()
+        if low in seen:
+            new = f"{name}_{seen[low]}"
+            while new.lower() in seen:
+                seen[low] += 1
+                new = f"{name}_{seen[low]}"
+            name = new
+            low = name.lower()
+        seen[low] = seen.get(low, 0) + 1
+        out.append(name)
+    return out
+
+
+def _csv_column(pa: Any, column: Any, type_: Any, encode: Callable[[Any], bytes],
+                kind: str = "") -> Any:
+    """A column as pyarrow's CSV writer takes it: timestamps, times, blobs, bit strings
+    and intervals as the text of their JSON string, nested values as JSON, the rest as
+    it is."""
     t = pa.types
     if t.is_timestamp(type_) or t.is_binary(type_) or t.is_large_binary(type_) \
-            or t.is_fixed_size_binary(type_) or t.is_interval(type_):
+            or t.is_fixed_size_binary(type_) or t.is_interval(type_) or t.is_time(type_) \
+            or kind == "BIT":
         import orjson
 
         return pa.array([None if v is None else orjson.loads(encode(v))
@@ -233,16 +310,19 @@ def _csv_column(pa: Any, column: Any, type_: Any, encode: Callable[[Any], bytes]
     return column
 
 
-def _encoder(pa: Any, type_: Any, is_json: bool = False) -> Callable[[Any], bytes]:
+def _encoder(pa: Any, type_: Any, kind: str = "") -> Callable[[Any], bytes]:
     """JSON text of a non-null value of Arrow type ``type_`` (from ``to_pylist``; an
-    integer of its unit for a timestamp): decode's texts for floats (NaN and infinities
-    as strings), timestamps (ISO, ``Z`` when it has a zone) and bytes (hex); JSON
-    columns as their JSON; decimals as numbers; other types as their text."""
+    integer of its unit for a timestamp) and DuckDB type ``kind``: decode's texts for
+    floats (NaN and infinities as strings), timestamps (ISO, ``Z`` when it has a zone)
+    and bytes (hex); JSON columns as their JSON; BIT as DuckDB's text (``"101"``);
+    decimals as numbers; other types as their text."""
     from ehtool.values.text import float32_json, float64_json, hex_bytes, str_json
 
     t = pa.types
-    if is_json:  # DuckDB checked it; a line break between tokens is a space
+    if kind == "JSON":  # DuckDB checked it; a line break between tokens is a space
         return lambda v: v.replace("\n", " ").replace("\r", " ").encode()
+    if kind == "BIT":
+        return lambda v: str_json(_bit_text(v))
     if t.is_boolean(type_):
         return lambda v: b"true" if v else b"false"
     if t.is_integer(type_):
@@ -275,6 +355,12 @@ def _encoder(pa: Any, type_: Any, is_json: bool = False) -> Callable[[Any], byte
             key + (b"null" if v[name] is None else enc(v[name]))
             for name, key, enc in fields) + b"}"
     return lambda v: str_json(str(v))
+
+
+def _bit_text(v: bytes) -> str:
+    """DuckDB's text of a BIT value from its bytes: the first byte is how many bits of
+    the next byte are padding."""
+    return "".join(f"{b:08b}" for b in v[1:])[v[0]:] if v else ""
 
 
 def _interval_json(v: Any) -> bytes:

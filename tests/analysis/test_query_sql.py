@@ -1,0 +1,267 @@
+"""ehtool query: the columns a statement reads, from DuckDB's parser
+(ehtool.analysis.sql); statements that read 'events' more than once; output details."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+duckdb = pytest.importorskip("duckdb")
+
+REPO = Path(__file__).resolve().parents[2]
+EVENTHEADER = str(REPO / "examples" / "eventheader.data")
+SCHED = str(REPO / "examples" / "sched.data")
+PIPE = REPO / "tests" / "data" / "sched-pipe.data"  # pipe-mode: can be standard input
+ALL = None
+
+
+def ehtool(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ehtool", *args], capture_output=True,
+                          cwd=REPO, check=False, **kwargs)
+
+
+def rows(done: subprocess.CompletedProcess) -> list[dict]:
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def query(sql: str, *inputs: str) -> list[dict]:
+    return rows(ehtool("query", "--format", "jsonl", sql, *(inputs or (EVENTHEADER,))))
+
+
+@pytest.mark.parametrize(("sql", "columns", "scans"), [
+    ("select count(*) from events", ["cpu"], 1),
+    ("select count(*) as n from events order by n", ["cpu"], 1),
+    ("select count() from events", ["cpu"], 1),
+    ("select * from events", ALL, 1),
+    ("select e.* from events e", ALL, 1),
+    ("select * exclude (fields) from events", ALL, 1),
+    ("from events limit 1", ALL, 1),
+    ("describe events", ALL, 1),
+    ("summarize events", ALL, 1),
+    ("pragma table_info('events')", ALL, None),
+    ("select events from events", ALL, 1),
+    ("select to_json(events) from events", ALL, 1),
+    ("select to_json(e) from events as e", ALL, 1),
+    ("select min(columns(*)) from events", ALL, 1),
+    ("select columns('prov.*') from events", ALL, 1),
+    ("select #1 from events", ALL, 1),
+    ("select provider from events e(a, b)", ALL, 1),
+    ("create table t as from events", ALL, None),
+    ("create table t as select provider from events", ALL, None),
+    ("pivot events on provider using count(*) group by file", ALL, None),
+    ("unpivot (select provider from events) on provider", ALL, 1),
+    ("select count(provider) from t", ["provider"], 0),
+    ("select 1", ["cpu"], 0),
+    ("set threads = 1", ["cpu"], 0),
+    ("select provider, event, count(*) from events group by all", ["provider", "event"], 1),
+    ("select fields->>'url' from events where level <= 2", ["level", "fields"], 1),
+    # a name in a string literal does not count; quoted identifiers, any case
+    ("select 'provider', 'fields' as x from events where 'level' = 'pid'", ["cpu"], 1),
+    ('select "Provider", EVENT from events', ["provider", "event"], 1),
+    ("select events.provider from events", ["provider"], 1),
+    ("select e.provider from events e where e.level > 1", ["provider", "level"], 1),
+    ("select e.comm from main.events as e", ["comm"], 1),
+    # joins, CTEs, subqueries, UNION, windows
+    ("select a.provider, b.pid from events a join events b on a.tid = b.tid",
+     ["pid", "tid", "provider"], 2),
+    ("select count(*) from events a join events b using (cpu)", ["cpu"], 2),
+    ("select count(*) from events natural join t", ALL, 1),
+    ("with x as (select provider from events) select count(*) from x", ["provider"], 1),
+    ("with x as (select provider as p from events) select p from x, x as y",
+     ["provider"], 1),
+    ("select p from (select provider as p from events where pid > 0) s", ["pid", "provider"],
+     1),
+    ("select count(*) from events where level > (select avg(level) from events)",
+     ["level"], 2),
+    ("select (select count(*) from events) + (select count(*) from events)", ["cpu"], 2),
+    ("select provider from events union all select event from events",
+     ["provider", "event"], 2),
+    ("select row_number() over (partition by provider order by time) from events",
+     ["time", "provider"], 1),
+    ("select lag(tid) over w from events window w as (order by session_time)",
+     ["session_time", "tid"], 1),
+    ("select * from query_table('events')", ALL, None),
+    ("select * from query('select provider from events')", ALL, None),
+])
+def test_columns_and_scans(sql, columns, scans):
+    from ehtool.analysis.sql import reads
+
+    found = reads(duckdb.connect(), sql)
+    assert (found.columns, found.scans) == (columns, scans)
+
+
+def test_views_and_macros_of_the_session_read_every_column():
+    """A view or macro may read events under another name: every column, scans unknown;
+    once one exists, any statement the tree does not show reads every column."""
+    from ehtool.analysis.sql import reads
+
+    con = duckdb.connect()
+    con.execute("create view events as select 1 as cpu")  # ehtool's own: not counted
+    assert reads(con, "set threads = 1").columns == ["cpu"]
+    con.execute("create view v as select 1 as cpu")
+    found = reads(con, "select count(*) from v")
+    assert (found.columns, found.scans) == (ALL, None)
+    assert reads(con, "select 1").columns == ["cpu"]
+    assert reads(con, "set threads = 1").columns is ALL
+    con.execute("create macro m() as table select 1 as cpu")
+    con.execute("create macro f(x) as x + 1")
+    assert reads(con, "select * from m()").scans is None
+    assert reads(con, "select f(cpu) from events").columns is ALL
+
+
+def test_statements_that_read_every_column():
+    """They saw cpu alone (the columns were guessed from words of the text)."""
+    names = ["file", "time", "session_time", "cpu", "pid", "tid", "comm", "provider",
+             "event", "level", "keyword", "opcode", "id", "version", "activity",
+             "related_activity", "fields"]
+    assert [r["column_name"] for r in query("describe events")] == names
+    assert [r["column_name"] for r in query("summarize events")] == names
+    assert [r["name"] for r in query("pragma table_info('events')")] == names
+    first = query("from events limit 1")
+    assert list(first[0]) == names and first[0]["provider"] == "MyProvider"
+    for sql in ("select events as v from events limit 1",
+                "select to_json(events) as v from events limit 1"):
+        value = query(sql)[0]["v"]
+        assert list(value) == names and value["comm"] == first[0]["comm"] == "ehtool"
+        assert json.loads(value["fields"]) if isinstance(value["fields"], str) else \
+            value["fields"] == first[0]["fields"]
+    assert query("select min(columns(*)) from events")[0]["provider"] == "MyProvider"
+    assert query("create table t as from events; select count(provider) as n from t") == [
+        {"n": 3}]
+
+
+def test_statements_that_read_events_more_than_once():
+    """DuckDB cannot scan the stream twice ("This RecordBatchReader has already been
+    consumed ..."): the columns are kept in a temporary table first."""
+    both = (EVENTHEADER, SCHED)
+    assert query("select (select count(*) from events) + (select count(*) from events) "
+                 "as n", *both) == [{"n": 76}]
+    assert query("select count(*) as n from events a join events b using (provider)",
+                 *both) == [{"n": 3 * 3 + 35 * 35}]
+    assert query("select count(*) as n from (select provider from events union all "
+                 "select event from events)", *both) == [{"n": 76}]
+    assert query("select count(*) as n from events where pid > (select avg(pid) from "
+                 "events)", *both) == [{"n": 11}]
+    # not shown by the tree: run again over a table once DuckDB found the stream read
+    assert query("pivot events on provider using count(*) group by file order by file",
+                 *both) == [{"file": EVENTHEADER, "MyProvider": 3, "sched": 0},
+                            {"file": SCHED, "MyProvider": 0, "sched": 35}]
+    # standard input, read once into the table; the next statement has a stream again
+    done = ehtool("query", "--format", "jsonl",
+                  "select (select count(*) from events) + (select count(*) from events) "
+                  "as n", "-", input=PIPE.read_bytes())
+    assert rows(done) == [{"n": 46}]
+    done = ehtool("query", "--format", "jsonl",
+                  "select count(*) as n from events e join events f using (tid); "
+                  "select count(*) as m from events", str(PIPE))
+    assert rows(done) == [{"n": 139}, {"m": 23}]
+
+
+def test_reading_standard_input_twice_is_one_clear_error():
+    """Pivot's scans are not in the tree: on standard input, a second decode is not
+    possible; one line says what to do, not DuckDB's read_all() hint."""
+    sql = "pivot events on provider using count(*) group by file"
+    done = ehtool("query", sql, "-", input=PIPE.read_bytes())
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.count(b"\n") == 1 and b"read_all" not in done.stderr
+    assert b"create temp table t as select ... from events" in done.stderr
+    done = ehtool("query", "--format", "jsonl", f"create temp table t as from events; "
+                  f"{sql.replace('events', 't')}", "-", input=PIPE.read_bytes())
+    assert rows(done) == [{"file": "stdin", "sched": 23}]
+
+
+def test_standard_input_given_twice_is_a_usage_error():
+    done = ehtool("query", "select count(*) from events", "-", "-",
+                  input=PIPE.read_bytes())
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.startswith(b"ehtool: error: standard input ('-') can be read once")
+    assert done.stderr.count(b"\n") == 1
+
+
+def test_closed_standard_output_is_a_usage_error():
+    """As decode: exit 2, one line (was an internal error, exit 1)."""
+    for args in (["decode", "--format", "jsonl", SCHED], ["query", "select 1", SCHED]):
+        done = subprocess.run(["sh", "-c", '"$0" -m ehtool "$@" >&-', sys.executable,
+                               *args], capture_output=True, cwd=REPO, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith(b"ehtool: error: standard output is closed")
+        assert done.stderr.count(b"\n") == 1
+
+
+def test_repeated_names_times_and_bits():
+    """Names made unique as DuckDB's COPY makes them; a time as the same text in jsonl
+    and csv; BIT as DuckDB's text."""
+    sql = ("select 1 a, 2 a, 3 A, 4 a_1, time '01:02:03' t, time '01:02:03.5' u, "
+           "'101'::bit b, '1111111100'::bit c")
+    expected = {"a": 1, "a_1": 2, "A_2": 3, "a_1_1": 4, "t": "01:02:03",
+                "u": "01:02:03.500000", "b": "101", "c": "1111111100"}
+    done = ehtool("query", "--format", "jsonl", sql, SCHED)
+    assert done.stdout.startswith(b'{"a":1,"a_1":2,"A_2":3,"a_1_1":4,')
+    assert rows(done) == [expected]
+    copy = duckdb.sql(f"select * from ({sql})").columns
+    assert copy[:2] == ["a", "a_1"]  # DuckDB's own names for a subquery's columns
+    done = ehtool("query", "--format", "csv", sql, SCHED)
+    assert done.returncode == 0, done.stderr
+    header, values = csv.reader(done.stdout.decode().splitlines())
+    assert dict(zip(header, values, strict=True)) == {k: str(v) for k, v in
+                                                      expected.items()}
+
+
+def test_unique_names():
+    from ehtool.cli.query import _unique
+
+    assert _unique(["a", "a", "A", "a_1", "b"]) == ["a", "a_1", "A_2", "a_1_1", "b"]
+    assert _unique(["x", "X_1", "x"]) == ["x", "X_1", "x_2"]
+
+
+_SLOW_ANALYSIS = '''
+import os, signal, sys, threading
+import ehtool.analysis.sql as sql
+from ehtool.cli import main
+
+real = sql.reads
+
+
+class Slow:
+    """A connection whose first query runs long: the analysis is under way when the
+    signal comes."""
+
+    slow = [1]
+
+    def __init__(self, con):
+        self.con = con
+
+    def execute(self, *args):
+        if self.slow:
+            self.slow.clear()
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGHUP)).start()
+            self.con.execute("select sum(range % 7) from range(100000000000)").fetchall()
+        return self.con.execute(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+sql.reads = lambda con, text, *rest: real(Slow(con), text, *rest)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+sys.argv = ["ehtool", "query", "select 1 as x", sys.argv[1]]
+main()
+'''
+
+
+def test_a_signal_during_the_analysis_exits_as_the_signal(tmp_path):
+    """The analysis runs DuckDB queries (its parser) before the stream exists: a SIGHUP
+    there, outside 'interrupting', was lost (the query ran and exited 0)."""
+    script = tmp_path / "slow.py"
+    script.write_text(_SLOW_ANALYSIS)
+    done = subprocess.run([sys.executable, str(script), SCHED], capture_output=True,
+                          cwd=REPO, check=False, timeout=120)
+    assert done.returncode == 128 + 1, done.stderr
+    assert not done.stdout and b"Traceback" not in done.stderr
