@@ -193,13 +193,18 @@ def column_values(pa: Any, schema: Any, files: list[str], evs: list[Any],
     out = []
     for f in schema:
         values = COLUMNS[f.name](files, evs)
-        bounds = _bounds(pa, f.type)
+        # (only times may not fit: the other integers come from fields of their width)
+        bounds = _bounds(pa, f.type) if f.name in _TIMES else None
         if bounds is not None:
             present = [v for v in values if v is not None]
             if present and (min(present) < bounds[0] or max(present) > bounds[1]):
                 values = _fitting(f, bounds, values, files, evs, unfit)
         out.append(values)
     return out
+
+
+#: the columns of the session clock's u64 times, which int64 may not hold
+_TIMES = frozenset(("time", "session_time"))
 
 
 def _bounds(pa: Any, type_: Any) -> tuple[int, int] | None:

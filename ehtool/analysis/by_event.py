@@ -110,7 +110,7 @@ _Key = tuple[str, tuple[tuple[str, type], ...]]
 
 
 def _shape(fields: list[tuple[str, Any]]) -> tuple[tuple[str, type], ...]:
-    return tuple((column, type(value)) for column, value in fields)
+    return tuple([(column, type(value)) for column, value in fields])
 
 
 class ByEventWriter:
