@@ -276,17 +276,3 @@ COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def columns_for(sql: str) -> list[str] | None:
-    """The columns an SQL text may read from ``events`` (None: all of them, for ``*``),
-    so that a query decodes no more than it uses: without ``fields`` no field is
-    decoded. Words are matched anywhere (a string literal that names a column only
-    costs that column); ``count(*)`` needs no column, one is kept for the row count."""
-    import re
-
-    if re.search(r"(^|[\s,.])\*(?!\s*\))", sql):
-        return None
-    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
-    names = [n for n in schema().names if n in words]
-    return names or ["cpu"]

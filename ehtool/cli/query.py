@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from ehtool.cli import options
+
 
 @click.command()
 @click.argument("sql")
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE...",
-                type=click.Path(allow_dash=True))
+                type=options.Path(allow_dash=True))
 @click.option("--format", "out_format", type=click.Choice(["table", "csv", "jsonl"]),
               default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
@@ -47,12 +51,15 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     """
     from ehtool.allocator import fewer_collections, keep_freed_memory
     from ehtool.analysis.arrow import require
+    from ehtool.cli.problems import report
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
-    if inputs.count("-") > 1:
-        raise click.UsageError("standard input ('-') can be read once: give it once")
+    once = [p for p in inputs if _read_once(p)]
+    if len(set(once)) < len(once):
+        raise click.UsageError("standard input ('-') and a FIFO can be read once: give "
+                               "each once")
     if sys.stdout is None:
         raise click.UsageError("standard output is closed; the results are written there")
     keep_freed_memory()
@@ -66,14 +73,14 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     if not statements:
         raise click.UsageError("SQL: no statement (for example: 'select count(*) from "
                                "events')")
-    if "-" in inputs and sum(_reads_events(s.query) for s in statements) > 1:
-        raise click.UsageError("standard input ('-') can be read once: only one statement "
-                               "may read 'events'")
+    if once and sum(_reads_events(s.query) for s in statements) > 1:
+        raise click.UsageError("standard input ('-') and a FIFO can be read once: only one "
+                               "statement may read 'events'")
     # SIGTERM/SIGHUP: exit 128+N (see _statement for the time DuckDB runs)
     with exit_on_signals():
         problems, unreadable = _opened(inputs)
         if unreadable >= set(inputs):  # nothing to query
-            _report(inputs, [problems])
+            report(inputs, [problems])
         paths = [p for p in inputs if p not in unreadable]
         out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
         met = [problems]
@@ -82,7 +89,19 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
                                   jobs or available_cpus()))
         if "-" in paths and not any("-" in m for m in met[1:]):  # no statement read it
             met.append(_opened(["-"], stdin=True)[0])
-    _report(inputs, met)
+    report(inputs, met)
+
+
+def _read_once(path: str) -> bool:
+    """Standard input, or a path that is not a regular file nor a directory (a FIFO,
+    ``<(...)``): read as a stream, once."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
@@ -105,8 +124,9 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
         return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
                         materialize)
     except _Consumed:
-        if materialize or "-" in paths:
-            raise UsageError(_CONSUMED_STDIN if "-" in paths else _CONSUMED) from None
+        once = any(_read_once(p) for p in paths)
+        if materialize or once:
+            raise UsageError(_CONSUMED_ONCE if once else _CONSUMED) from None
     return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns, True)
 
 
@@ -117,9 +137,9 @@ class _Consumed(Exception):
 _CONSUMED = ("SQL: this statement reads 'events' more than once; save the columns it "
              "needs first: 'create temp table t as select ... from events; select ... "
              "from t'")
-_CONSUMED_STDIN = ("SQL: this statement reads 'events' more than once, and standard "
-                   "input can be read once; save the columns it needs first: 'create "
-                   "temp table t as select ... from events; select ... from t'")
+_CONSUMED_ONCE = ("SQL: this statement reads 'events' more than once, and standard "
+                  "input (or a FIFO) can be read once; save the columns it needs first: "
+                  "'create temp table t as select ... from events; select ... from t'")
 
 
 def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
@@ -188,8 +208,8 @@ def _opened(inputs: list[str] | tuple[str, ...], stdin: bool = False
     problems: dict[str, list] = {}
     unreadable: set[str] = set()
     for path in inputs:
-        if path == "-" and not stdin:
-            continue
+        if _read_once(path) and not (stdin and path == "-"):
+            continue  # (a FIFO is never opened for a look: its writer would stop)
         met = problems.setdefault(path, [])
         try:
             with PerfDataFile.open(path, on_error=met.append):
@@ -198,21 +218,6 @@ def _opened(inputs: list[str] | tuple[str, ...], stdin: bool = False
             met[:] = [exc]
             unreadable.add(path)
     return problems, unreadable
-
-
-def _report(inputs: tuple[str, ...], met: list[dict[str, list]]) -> None:
-    """Write each input's problems (its first, and how many more) as one error line, in
-    the order of the inputs, then exit 1 if there were any."""
-    from ehtool.errors import EXIT_INPUT, combined
-
-    found = False
-    for path in dict.fromkeys(inputs):
-        errors = {str(e): e for m in met for e in m.get(path, ())}
-        if errors:
-            found = True
-            click.echo(f"ehtool: error: {combined(list(errors.values()))}", err=True)
-    if found:
-        sys.exit(EXIT_INPUT)
 
 
 #: statement types whose result is printed whatever its columns

@@ -181,7 +181,8 @@ def test_standard_input_given_twice_is_a_usage_error():
     done = ehtool("query", "select count(*) from events", "-", "-",
                   input=PIPE.read_bytes())
     assert done.returncode == 2 and not done.stdout
-    assert done.stderr.startswith(b"ehtool: error: standard input ('-') can be read once")
+    assert done.stderr.startswith(b"ehtool: error: standard input ('-') and a FIFO can be read "
+                                  b"once")
     assert done.stderr.count(b"\n") == 1
 
 
@@ -265,3 +266,23 @@ def test_a_signal_during_the_analysis_exits_as_the_signal(tmp_path):
                           cwd=REPO, check=False, timeout=120)
     assert done.returncode == 128 + 1, done.stderr
     assert not done.stdout and b"Traceback" not in done.stderr
+
+
+def test_a_fifo_is_read_once_and_not_opened_before_the_query(tmp_path):
+    """A FIFO path (``<(...)``) was opened for a look before the query, which took its
+    header: the query then read 'no PERFILE2 magic'. A self-join over it is decoded
+    once, into the temporary table."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{PIPE}' > '{fifo}'"])
+    try:
+        done = ehtool("query", "select count(*) from events a join events b using "
+                      "(session_time, cpu, tid)", str(fifo), timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+    expected = ehtool("query", "select count(*) from events a join events b using "
+                      "(session_time, cpu, tid)", str(PIPE))
+    assert (done.returncode, done.stdout) == (0, expected.stdout), done.stderr
