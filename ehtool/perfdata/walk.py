@@ -251,7 +251,13 @@ class RecordWalk:
         z.compressed += len(data)
         z.decompressed += len(chunk)
         inner = z.pending + chunk if z.pending else chunk
-        used = self._scan(inner, 0, len(inner), len(inner), offset, out, flushes)
+        # a split is at a FINISHED_ROUND of the file's own records, never one inside (whose
+        # position is in ``inner``): after a COMPRESSED record there is none (split_here)
+        stop, self._stop_middle = self._stop_middle, None
+        try:
+            used = self._scan(inner, 0, len(inner), len(inner), offset, out, flushes)
+        finally:
+            self._stop_middle = stop
         z.pending = inner[used:]
         return self._fatal is None
 
