@@ -112,6 +112,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
              on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:
         """Open a perf.data path; ``-`` or a binary stream reads pipe mode sequentially."""
         if path == "-":
+            if sys.stdin is None:  # (<&-)
+                raise InputError("cannot open: standard input is closed", STDIN_NAME)
             if not _a_file_from_its_start(sys.stdin.buffer):  # (``< perf.data`` is one)
                 return cls.open_stream(sys.stdin.buffer, STDIN_NAME, on_error=on_error)
             f, name = os.fdopen(os.dup(sys.stdin.buffer.fileno()), "rb"), STDIN_NAME

@@ -76,3 +76,16 @@ def test_a_fifo_of_file_mode_data_says_to_pass_the_file(tmp_path):
     assert b"file-mode perf.data (header size 104) cannot be read from a pipe; pass the " \
            b"file path instead" in done.stderr
     json.loads(done.stdout)  # (still a document)
+
+
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_a_closed_standard_input_is_an_input_error(jobs):
+    """``- <&-``: 'internal error: AttributeError', and the inputs after it were lost."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "-j", jobs, "--format",
+                           "jsonl", str(FILE_MODE), "-", str(REPO / "examples" /
+                                                             "eventheader.data")],
+                          capture_output=True, check=False, stdin=subprocess.DEVNULL,
+                          preexec_fn=lambda: os.close(0))
+    assert done.returncode == 1
+    assert done.stderr == b"ehtool: error: stdin: cannot open: standard input is closed\n"
+    assert _events(done.stdout) == _events(_expected(FILE_MODE)) + 3
