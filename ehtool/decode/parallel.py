@@ -85,6 +85,8 @@ class WorkerReport:
         try:
             return cls(**orjson.loads(f.read()))
         except (ValueError, TypeError):
+            if status is not None and os.WIFSIGNALED(status):  # (SIGKILL: the OOM killer)
+                raise SignalExit(os.WTERMSIG(status)) from None
             raise EhtoolError(f"a decoding worker died (wait status {status})") from None
 
     def write(self, f: IO[bytes]) -> None:

@@ -320,3 +320,34 @@ def test_with_problems_every_file_is_read_and_its_errors_kept(big, tmp_path, job
     assert list(problems) == [damaged, str(cut), missing]
     assert len(problems[damaged]) == 3 and len(problems[str(cut)]) == 1
     assert len(rows) >= 35 + 2 * 20000 - 3  # the files after the bad ones too
+
+
+@pytest.mark.parametrize("argv", [["decode", "--format", "jsonl", "-j", "2"],
+                                  ["query", "-j", "2", "select count(*) from events"]])
+def test_a_worker_killed_by_sigkill_exits_137(big, argv):
+    """A worker ended by SIGKILL (the OOM killer's signal) ends the command as 128+9,
+    as any signal that reaches a worker does (decode said 'a decoding worker died',
+    exit 1)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("duckdb")
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", *argv, *[str(big)] * 48],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _children(proc.pid):
+            time.sleep(0.05)
+        os.kill(_children(proc.pid)[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+            for pid in _running_with(str(big)):
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGKILL, err
