@@ -83,10 +83,15 @@ def test_a_signal_held_during_an_import_before_the_block_ends_it_before_it_runs(
         except SignalExit:
             raise RuntimeError("Query interrupted") from None
 
-    with pytest.raises(SignalExit) as caught, exit_on_signals():
-        import ehtool_test_held_import  # noqa: F401
-        with interrupting(pytest.fail):
-            query()
+    # (a run under nohup, as CI's may be, inherits SIGHUP ignored: exit_on_signals keeps it so)
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        with pytest.raises(SignalExit) as caught, exit_on_signals():
+            import ehtool_test_held_import  # noqa: F401
+            with interrupting(pytest.fail):
+                query()
+    finally:
+        signal.signal(signal.SIGHUP, before)
     assert caught.value.code == 128 + signal.SIGHUP
     assert ran == []
     assert signal.set_wakeup_fd(-1) == -1
