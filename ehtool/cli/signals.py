@@ -101,22 +101,37 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
             if stop_r in readable:
                 return
 
-    # signals wait while the handlers change (one between the wakeup fd and a handler,
-    # or raised by the previous handler, would leave either behind)
+    # First the handlers become ones that only note (a Python handler may run in this
+    # thread whatever its mask when another thread, DuckDB's, takes the signal): from
+    # then on nothing raises here. Noted before the wakeup fd exists, a signal is in
+    # ``early``; SIGALRM is taken too (exit_on_signals raises a held signal from it).
+    early: list[int] = []
+
+    def noting(signum: int, frame: FrameType | None) -> None:
+        early.append(signum)
+
     held = {*signals, signal.SIGALRM}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     old: dict[int, Any] = {}
+    try:
+        for sig in (*signals, signal.SIGALRM):
+            handler = signal.getsignal(sig)
+            if handler is not signal.SIG_IGN:
+                old[sig] = handler
+                signal.signal(sig, noting)
+    except BaseException:  # raised by a handler before it was replaced
+        _restore(old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (wake_r, wake_w, stop_r, stop_w):
+            os.close(fd)
+        raise
+    old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     watcher = threading.Thread(target=watch, name="ehtool-signals", daemon=True)
     watcher.start()  # (with the signals blocked: they go to the main thread)
-    for sig in signals:
-        handler = signal.getsignal(sig)
-        if handler is not signal.SIG_IGN:
-            old[sig] = handler
-            signal.signal(sig, _noted)
-    if _held:
+    if _held:  # (came during an import just before)
         signal.setitimer(signal.ITIMER_REAL, 0)
         got.append(_held.pop())
+    got.extend(sig for sig in early[:1] if sig in signals and not got)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     error: BaseException | None = None
     try:
@@ -125,18 +140,18 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
         yield
     except BaseException as exc:  # noqa: BLE001 - raised below unless a signal came
         error = exc
-    finally:
+    finally:  # (the noting handlers stay until the end: nothing raises in between)
         signal.pthread_sigmask(signal.SIG_BLOCK, held)
         os.write(stop_w, b"x")
         watcher.join()
-        for sig, previous in old.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)
         os.set_blocking(wake_r, False)
         with suppress(BlockingIOError):
             note(os.read(wake_r, 64))  # one that came after the watcher stopped
+        note(bytes(sig for sig in early if sig in signals))  # (and any the fd missed)
         for fd in (wake_r, wake_w, stop_r, stop_w):
             os.close(fd)
+        _restore(old)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if got:
         if got[0] == signal.SIGINT:
@@ -146,5 +161,7 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
         raise error
 
 
-def _noted(signum: int, frame: FrameType | None) -> None:
-    """A handler that leaves the signal to ``set_wakeup_fd``'s pipe."""
+def _restore(old: dict[int, Any]) -> None:
+    """Put back the handlers ``old`` had."""
+    for sig, previous in old.items():
+        signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
