@@ -161,6 +161,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     click.get_current_context().call_on_close(fewer_collections())
     inputs = inputs or ("perf.data",)
     _refuse_combinations(click.get_current_context())
+    if inputs.count("-") > 1:  # (the second would find it read: 'no PERFILE2 magic')
+        raise click.UsageError("standard input ('-') can be read once: give it once")
     if output in (None, "-") and split_dir is None and sys.stdout is None:
         raise click.UsageError("standard output is closed; write to a file with -o FILE")
     if out_format == "parquet":

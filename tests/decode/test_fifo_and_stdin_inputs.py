@@ -89,3 +89,12 @@ def test_a_closed_standard_input_is_an_input_error(jobs):
     assert done.returncode == 1
     assert done.stderr == b"ehtool: error: stdin: cannot open: standard input is closed\n"
     assert _events(done.stdout) == _events(_expected(FILE_MODE)) + 3
+
+
+def test_standard_input_twice_is_a_usage_error():
+    """As in query: the second '-' found standard input read ('no PERFILE2 magic')."""
+    with open(PIPE_MODE, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "-", "-"],
+                              stdin=stdin, capture_output=True, check=False)
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert b"standard input ('-') can be read once" in done.stderr
