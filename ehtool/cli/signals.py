@@ -131,7 +131,8 @@ def interrupting(interrupt: Callable[[], None]) -> Iterator[None]:
     if _held:  # (came during an import just before)
         signal.setitimer(signal.ITIMER_REAL, 0)
         got.append(_held.pop())
-    got.extend(sig for sig in early[:1] if sig in signals and not got)
+    if not got:  # (the first of the signals noted early: a SIGALRM does not count)
+        got.extend([sig for sig in early if sig in signals][:1])
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     error: BaseException | None = None
     try:
