@@ -54,6 +54,24 @@ def test_same_rows_in_the_same_order(big, jobs):
     assert collect(paths, jobs, ["provider", "cpu"]) == collect(paths, 1, ["provider", "cpu"])
 
 
+def test_many_files_take_n_workers_not_one_each(monkeypatch):
+    """A pool: N workers take the parts in turn (a fork per part cost ~15 ms of system
+    time each once pyarrow was loaded: 1,000 small files took 2.4 times as long with
+    -j 2 as with -j 1)."""
+    from ehtool import workers
+    from ehtool.analysis import parallel
+
+    forks = []
+    fork = workers.fork
+    monkeypatch.setattr(workers, "fork", lambda *a, **k: forks.append(1) or fork(*a, **k))
+    paths = [str(REPO / "examples" / name) for name in ("sched.data", "eventheader.data")] * 9
+    assert len(parallel.parts(paths, 2)) == 18
+    assert collect(paths, 2) == collect(paths, 1)
+    assert len(forks) == 2
+    assert collect(paths, 3, ["event"]) == collect(paths, 1, ["event"])
+    assert len(forks) == 2 + 3
+
+
 def _damaged(big: Path, tmp_path: Path, seed: int) -> Path:
     """A copy with a few sample ids changed past the first part (recoverable problems)."""
     data = bytearray(big.read_bytes())
