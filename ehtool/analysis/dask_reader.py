@@ -15,6 +15,9 @@ from ehtool.errors import InputError
 #: a file-mode file with more data than this is read as several partitions, cut at
 #: FINISHED_ROUND records (as ``ehtool decode -j N`` cuts a file)
 PARTITION_BYTES = 256 << 20
+#: and never into parts of less data than this (``partition_bytes`` below it is raised
+#: to it: a part per byte made a task graph of millions of mostly empty partitions)
+MIN_PARTITION_BYTES = 64 << 10
 
 
 def _inputs(paths: Any) -> list[str]:
@@ -183,7 +186,7 @@ def read_perfdata(paths: str | os.PathLike | list[str | os.PathLike],
     is null, as the EventHeader columns of other tracepoints.
 
     One partition per file; a local file-mode file with more than ``partition_bytes``
-    (an int, at least 1) of data is split into several, at FINISHED_ROUND records (as
+    (an int, at least 1; below 64 KiB it counts as 64 KiB) of data is split into several, at FINISHED_ROUND records (as
     ``ehtool decode -j N`` cuts it), so that a partition's memory stays about
     ``partition_bytes``' worth of rows. Partitions keep file order and, within a file,
     perf-decode's event order.
@@ -208,7 +211,8 @@ def read_perfdata(paths: str | os.PathLike | list[str | os.PathLike],
     if not files:
         raise FileNotFoundError(f"no recordings match {paths!r}")
     meta = _partition_meta(columns)
-    return dd.from_map(_partition, partitions(files, partition_bytes), columns=columns,
+    specs = partitions(files, max(partition_bytes, MIN_PARTITION_BYTES))
+    return dd.from_map(_partition, specs, columns=columns,
                        errors=errors, meta=meta)
 
 

@@ -134,6 +134,15 @@ def test_partition_bytes_below_1_is_a_value_error():
     assert len(read_perfdata(str(SCHED), partition_bytes=16_384)) == 35
 
 
+def test_a_tiny_partition_bytes_counts_as_64_kib():
+    """partition_bytes=1 made a partition per byte of data (a task graph of ~170,000
+    mostly empty partitions for the reference recording)."""
+    golden = str(golden_path("linuxtracepoints/perf.data"))
+    one = read_perfdata(golden, partition_bytes=1)
+    assert one.npartitions == read_perfdata(golden, partition_bytes=64 << 10).npartitions == 3
+    assert len(one) == len(read_perfdata(golden))
+
+
 def test_columns_one_name_or_names_of_columns():
     """columns="event" was read as the columns e, v...: now one column; an unknown or
     repeated name is a ValueError listing the columns."""
