@@ -11,6 +11,7 @@ grammar. ``tests/perfdata/test_hotpath.py`` proves both agree with construct.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from ehtool.perfdata.grammar import (
     NulPadded,
     PerfGrammar,
     SampleType,
+    SizedAttr,
     grammar_for,
 )
 from ehtool.perfdata.records import EventDesc, Sample
@@ -122,14 +124,35 @@ def body_offset(g: PerfGrammar, rtype: int, name: str) -> int:
     raise KeyError(name)
 
 
+@functools.lru_cache(maxsize=256)
 def sample_prefix(g: PerfGrammar, sample_type: int, read_format: int) -> FixedPrefix:
-    """The fixed prefix of a whole sample record (8-byte header included)."""
+    """The fixed prefix of a whole sample record (8-byte header included); one per
+    layout and byte order, shared by every input (treat it as read-only)."""
     return fixed_prefix(g.endian, _header_fields(g) + g.sample_fields(sample_type, read_format))
 
 
+@functools.lru_cache(maxsize=256)
 def trailer_prefix(g: PerfGrammar, sample_type: int) -> FixedPrefix:
-    """The ``sample_id_all`` trailer (always fixed size) as one struct."""
+    """The ``sample_id_all`` trailer (always fixed size) as one struct (shared, as
+    :func:`sample_prefix`)."""
     return fixed_prefix(g.endian, tuple(g.sample_id(sample_type).subcons))
+
+
+#: generated source -> its code object: a layout's reader is compiled once per process
+#: and executed in a new namespace (its event) for each input
+_CODE_CACHE_MAX = 512
+_code_cache: dict[str, Any] = {}
+
+
+def compiled(src: str, filename: str) -> Any:
+    """The code object of ``src``, compiled once per process (bounded: cleared when full);
+    its ``filename`` is the first compile's."""
+    code = _code_cache.get(src)
+    if code is None:
+        if len(_code_cache) >= _CODE_CACHE_MAX:
+            _code_cache.clear()
+        code = _code_cache[src] = compile(src, filename, "exec")
+    return code
 
 
 def make_sample_reader(g: PerfGrammar, desc: EventDesc) -> Callable[[Any, int, int], Sample]:
@@ -177,7 +200,7 @@ def _generated_reader(prefix: FixedPrefix, desc: EventDesc, has_raw: bool = True
     )
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "desc": desc,
                  "CorruptSample": CorruptSample, "new": tuple.__new__}
-    exec(compile(src, f"<sample reader {desc.name or desc.index}>", "exec"), namespace)  # noqa: S102
+    exec(compiled(src, "<sample reader>"), namespace)  # noqa: S102
     fn = namespace["read_sample"]
     fn.source = src  # type: ignore[attr-defined]
     return fn
@@ -348,7 +371,7 @@ def make_run_scanner(g: PerfGrammar, descs: list[EventDesc], id_at: int):
     )
     namespace = {"unpack_from": prefix.struct.unpack_from, "Sample": Sample, "by_id": by_id,
                  "lone": descs[0], "new": tuple.__new__}
-    exec(compile(src, f"<sample run scanner {st:#x}>", "exec"), namespace)  # noqa: S102
+    exec(compiled(src, f"<sample run scanner {st:#x}>"), namespace)  # noqa: S102
     fn = namespace["scan"]
     fn.source = src
     fn.by_id = by_id
@@ -372,3 +395,59 @@ def _native_scanner(prefix: FixedPrefix, id_name: str | None, by_id: dict[int, E
               for key, name in wanted.items() if name in prefix.offsets}
     return speedups.Scanner(fields, prefix.size, little, by_id if id_name else None, lone,
                             Sample).scan
+
+
+class _MemoParse(c.Subconstruct):
+    """``subcon`` parsed once per distinct bytes of its (whole, fixed-size) stream; each
+    parse returns a fresh copy (callers may change it). Bounded: cleared when full."""
+
+    def __init__(self, subcon: c.Construct, maxsize: int = 256) -> None:
+        super().__init__(subcon)
+        self.subcons = subcon.subcons  # (SizedAttr reads the attr's size field through them)
+        self.cache: dict[bytes, Any] = {}
+        self.maxsize = maxsize
+
+    def _parse(self, stream, context, path):
+        data = c.stream_read_entire(stream, path)
+        obj = self.cache.get(data)
+        if obj is None:
+            obj = self.subcon._parsereport(c.io.BytesIO(data), context, path)
+            if len(self.cache) >= self.maxsize:
+                self.cache.clear()
+            self.cache[data] = obj
+        return _fresh(obj)
+
+
+def _fresh(obj: Any) -> Any:
+    """A copy of a parsed Container whose nested Containers are copies too."""
+    return c.Container({k: _fresh(v) if type(v) is c.Container else v
+                        for k, v in obj.items()})
+
+
+@functools.cache
+def _memo(attr: c.Construct) -> _MemoParse:
+    return _MemoParse(attr)
+
+
+def memo_attrs(con: c.Construct) -> c.Construct:
+    """``con`` with the ``perf_event_attr`` in each :class:`SizedAttr` parsed once per
+    distinct bytes (through Struct, Array and named fields): attrs repeat across the
+    inputs of a fleet (the attrs section, EVENT_DESC, HEADER_ATTR), and the flag
+    bitfield alone is slow to parse. The same grammar: only the parse is shared."""
+    if isinstance(con, SizedAttr):
+        return SizedAttr(_memo(con.attr), con.length)
+    if isinstance(con, c.Renamed):
+        return c.Renamed(memo_attrs(con.subcon), newname=con.name)
+    if isinstance(con, c.Struct):
+        return c.Struct(*(memo_attrs(sub) for sub in con.subcons))
+    if isinstance(con, c.Array):
+        return c.Array(con.count, memo_attrs(con.subcon), con.discard)
+    return con
+
+
+@functools.lru_cache(maxsize=64)
+def memo_grammar(g: PerfGrammar, name: str, key: int | None = None) -> c.Construct:
+    """:func:`memo_attrs` of ``g.<name>`` (``g.<name>[key]`` for a dict: ``features``,
+    ``records``), built once per byte order."""
+    con = getattr(g, name)
+    return memo_attrs(con if key is None else con[key])

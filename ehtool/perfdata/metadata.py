@@ -13,7 +13,7 @@ import construct as c
 
 from ehtool.errors import InputError
 from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
-from ehtool.perfdata.hotpath import id_offsets, make_sample_reader
+from ehtool.perfdata.hotpath import id_offsets, make_sample_reader, memo_grammar
 from ehtool.perfdata.records import EventDesc
 from ehtool.perfdata.tracing_data import parse_tracing_data
 
@@ -53,10 +53,11 @@ class Metadata:
             raise InputError(f"bad attr_size {attr_size}", self.path, 16)
         if h.attrs.offset + h.attrs.size > file_len:
             raise InputError("attrs section runs past the end of the file", self.path, 24)
+        file_attr = memo_grammar(g, "file_attr")
         for i in range(h.attrs.size // attr_size):
             at = h.attrs.offset + i * attr_size
             try:
-                entry = g.file_attr.parse(mm[at:at + attr_size], attr_size=attr_size)
+                entry = file_attr.parse(mm[at:at + attr_size], attr_size=attr_size)
             except c.ConstructError as exc:
                 raise InputError(f"bad perf_event_attr: {brief(exc)}", self.path, at) from None
             ids_sec = entry.ids
@@ -107,7 +108,8 @@ class Metadata:
     def _apply_feature(self, bit: int, data: bytes, offset: int) -> None:
         info, g = self.info, self.grammar
         info.features[bit] = bytes(data)
-        grammar = g.features.get(bit)
+        grammar = memo_grammar(g, "features", bit) if bit == Feature.EVENT_DESC \
+            else g.features.get(bit)
         if bit == Feature.TRACING_DATA:
             self._set_tracing_data(data, offset)
             return

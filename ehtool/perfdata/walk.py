@@ -21,6 +21,7 @@ from ehtool.perfdata.hotpath import (
     make_body_reader,
     make_run_scanner,
     make_trailer_reader,
+    memo_grammar,
 )
 from ehtool.perfdata.metadata import brief
 from ehtool.perfdata.records import EventDesc, Record
@@ -196,7 +197,7 @@ class RecordWalk:
             nxt += extra
         elif rtype == _R.HEADER_ATTR:
             try:
-                body = g.records[rtype].parse(bytes(buf[pos + _BODY_AT:nxt]))
+                body = memo_grammar(g, "records", rtype).parse(bytes(buf[pos + _BODY_AT:nxt]))
             except c.ConstructError as exc:
                 self._defer(InputError(f"bad HEADER_ATTR: {brief(exc)}", self.path, offset))
             else:
