@@ -131,11 +131,11 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
            since: str | None, until: str | None, expr: str | None,
            formats_from_host: bool, strict_filter: bool, jobs: int | None,
            quiet: bool) -> None:
-    """Decode perf.data FILEs ('-' reads a pipe-mode stream from stdin; without FILE:
-    ./perf.data, as perf does) into JSON that matches Microsoft's perf-decode:
-    EventHeader events with their fields and meta, other tracepoints from their
-    tracefs formats. Compressed recordings (perf record -z) and older pipe layouts
-    are read too.
+    """Decode perf.data FILEs ('-' reads a pipe-mode stream from stdin; a directory, the
+    perf.data files under it; without FILE: ./perf.data, as perf does) into JSON that
+    matches Microsoft's perf-decode: EventHeader events with their fields and meta,
+    other tracepoints from their tracefs formats. Compressed recordings (perf record
+    -z) and older pipe layouts are read too.
 
     Input errors (missing or truncated file, corrupt record) are reported on
     stderr after every complete record was written; the JSON stays valid and the
@@ -148,8 +148,10 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
       perf record -k monotonic -a -e sched:sched_switch -o - | ehtool decode -
       ehtool decode --compact --no-field-tags -o out.json perf.data
       ehtool decode --pretty --provider MyProvider --level 3 perf.data | less
+      ehtool decode --format parquet -o fleet.parquet traces/
     """
     from ehtool.allocator import fewer_collections, keep_freed_memory
+    from ehtool.cli.inputs import expand
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.filters import Selection
     from ehtool.decode.options import DecodeOptions, available_cpus
@@ -159,7 +161,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
 
     keep_freed_memory()
     click.get_current_context().call_on_close(fewer_collections())
-    inputs = inputs or ("perf.data",)
+    inputs = expand(inputs or ("perf.data",))
     _refuse_combinations(click.get_current_context())
     if inputs.count("-") > 1:  # (the second would find it read: 'no PERFILE2 magic')
         raise click.UsageError("standard input ('-') can be read once: give it once")

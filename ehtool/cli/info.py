@@ -14,8 +14,8 @@ from ehtool.cli import options
 def info(paths: tuple[str, ...], as_json: bool) -> None:
     """Show each perf.data FILE's header and features (host, OS release, perf version,
     CPUs, clock, command line, compression), its time range, the samples per tracepoint
-    and per EventHeader event (provider:event), with lost-event counts. Without FILE:
-    ./perf.data, as perf does.
+    and per EventHeader event (provider:event), with lost-event counts. A directory
+    stands for the perf.data files under it; without FILE: ./perf.data, as perf does.
 
     \b
     Examples:
@@ -25,11 +25,13 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
     """
     import json
 
+    from ehtool.cli.inputs import expand
     from ehtool.decode.info import format_text, summarize
     from ehtool.errors import EXIT_INPUT, EhtoolError, InputError, combined
 
+    paths = expand(paths or ("perf.data",))
     failed = False
-    for i, path in enumerate(paths or ("perf.data",)):
+    for i, path in enumerate(paths):
         try:
             summary = summarize(path)
         except EhtoolError as exc:

@@ -26,11 +26,11 @@ from ehtool.cli import options
                    "side by side, a big file in parts split as 'ehtool decode -j N' splits "
                    "it; the rows and their order are those of -j 1.")
 def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int | None) -> None:
-    """Run SQL over a view 'events' of the recordings FILE... (one row per event, the
-    columns of 'ehtool decode --format parquet': file, time, session_time, cpu, pid,
-    tid, comm, provider, event, level, keyword, opcode, id, version, activity,
-    related_activity, fields (JSON: use DuckDB's ->> and json_extract)). Needs
-    pip install 'ehtool[analysis]'.
+    """Run SQL over a view 'events' of the recordings FILE... (a directory: the perf.data
+    files under it, at any depth). One row per event, the columns of 'ehtool decode
+    --format parquet': file, time, session_time, cpu, pid, tid, comm, provider, event,
+    level, keyword, opcode, id, version, activity, related_activity, fields (JSON: use
+    DuckDB's ->> and json_extract). Needs pip install 'ehtool[analysis]'.
 
     Several statements (separated by ';') run in turn and each result is printed, as
     in DuckDB's own shell; each statement that reads 'events' decodes the files again
@@ -51,11 +51,13 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     """
     from ehtool.allocator import fewer_collections, keep_freed_memory
     from ehtool.analysis.arrow import require
+    from ehtool.cli.inputs import expand
     from ehtool.cli.problems import report
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
 
+    inputs = expand(inputs)
     once = [p for p in inputs if _read_once(p)]
     if len(set(once)) < len(once):
         raise click.UsageError("standard input ('-') and a FIFO can be read once: give "

@@ -1,0 +1,58 @@
+"""The recordings a command reads (``decode``, ``query``, ``info``): files, standard
+input (``-``), and directories, each of which stands for the perf.data files under it."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+
+import click
+
+from ehtool.errors import InputError
+
+
+def expand(inputs: Iterable[str]) -> tuple[str, ...]:
+    """``inputs`` with each directory replaced by the perf.data files under it, at any
+    depth, in path order: the regular files that start with the perf.data magic (other
+    files, such as a decode's JSON beside its recording, are left out; symbolic links
+    to directories are not followed). A directory without any is a warning, and an
+    input error (exit 1) when no input is left; so is a directory under it that cannot
+    be read (its recordings would be left out in silence)."""
+    out: list[str] = []
+    empty: list[str] = []
+    for path in inputs:
+        if path == "-" or not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = sorted(_recordings_under(path))
+        if not found:
+            empty.append(path)
+        out += found
+    if empty and not out:
+        raise InputError("no perf.data file under this directory", empty[0])
+    for path in empty:
+        click.echo(f"ehtool: warning: {path}: no perf.data file under this directory",
+                   err=True)
+    return tuple(out)
+
+
+def _recordings_under(top: str) -> Iterable[str]:
+    from ehtool.perfdata.grammar import MAGIC, MAGIC_BE
+
+    def unreadable(exc: OSError) -> None:
+        raise InputError(f"cannot read this directory: {exc.strerror or exc}",
+                         exc.filename or top)
+
+    for folder, _dirs, names in os.walk(top, onerror=unreadable):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block)
+                    continue
+                with open(path, "rb") as f:
+                    if f.read(len(MAGIC)) not in (MAGIC, MAGIC_BE):
+                        continue
+            except OSError:
+                pass  # (kept: its error is reported where it is read)
+            yield path
