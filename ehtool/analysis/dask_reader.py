@@ -117,8 +117,11 @@ def _partition(spec: tuple[str, tuple[int, int] | None], columns: list[str] | No
         try:
             with fsspec.open(path, "rb") as src, open(dst.name, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
-        except OSError as exc:
-            error = InputError(f"cannot open: {exc.strerror or exc}", path)
+        except Exception as exc:  # noqa: BLE001 - fsspec back ends raise their own
+            # (botocore's NoCredentialsError, ClientError...): an input error all the same
+            why = (exc.strerror or exc) if isinstance(exc, OSError) else (
+                f"{type(exc).__name__}: {exc}")
+            error = InputError(f"cannot open: {why}", path)
             if errors == "raise":
                 raise error from exc
             _warn(error)
@@ -185,11 +188,11 @@ def read_perfdata(paths: str | os.PathLike | list[str | os.PathLike],
     ``keyword`` ``UInt64``, ``id`` ``UInt16``; null (``pd.NA``) where the Parquet column
     is null, as the EventHeader columns of other tracepoints.
 
-    One partition per file; a local file-mode file with more than ``partition_bytes``
-    (an int, at least 1; below 64 KiB it counts as 64 KiB) of data is split into several, at FINISHED_ROUND records (as
-    ``ehtool decode -j N`` cuts it), so that a partition's memory stays about
-    ``partition_bytes``' worth of rows. Partitions keep file order and, within a file,
-    perf-decode's event order.
+    One partition per file; a local file-mode file with more than ``partition_bytes`` (an
+    int, at least 1; below 64 KiB it counts as 64 KiB) of data is split into several, at
+    FINISHED_ROUND records (as ``ehtool decode -j N`` cuts it), so that a partition's
+    memory stays about ``partition_bytes``' worth of rows. Partitions keep file order
+    and, within a file, perf-decode's event order.
 
     ``errors``: ``"raise"`` (a missing, cut or corrupt file fails the computation with
     its InputError, naming the input as given, URL or path, and the offset, as nothing

@@ -1,14 +1,14 @@
 """Arrow record batches from several processes (``--format parquet -j N``, ``ehtool
 query -j N``): the same rows, in the same order, as :func:`record_batches` in one.
 
-The inputs are cut into parts: a file per part, and a big file-mode file into
-several, split where ``ehtool decode -j N`` splits it (``ehtool.open(part=(k, n))``).
-A pool of up to N forked workers takes the parts in turn, each part into an Arrow IPC
-file of its own; this process yields the parts in order as they complete. Errors come out as they would from one
-process: a file's recoverable problems raise at its end (after its rows), a fatal one
-after the rows before it, and nothing after the first file that raised. With a
-``problems`` dict (``ehtool query``) nothing raises for the input: each file's problems
-are kept there as they are met, and the rows go on with the next file.
+The inputs are cut into parts: a file per part, and a big file-mode file into several,
+split where ``ehtool decode -j N`` splits it (``ehtool.open(part=(k, n))``). A pool of
+up to N forked workers takes the parts in turn, each part into an Arrow IPC file of its
+own; this process yields the parts in order as they complete. Errors come out as they
+would from one process: a file's recoverable problems raise at its end (after its rows),
+a fatal one after the rows before it, and nothing after the first file that raised. With
+a ``problems`` dict (``ehtool query``) nothing raises for the input: each file's
+problems are kept there as they are met, and the rows go on with the next file.
 """
 
 from __future__ import annotations

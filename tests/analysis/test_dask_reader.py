@@ -200,3 +200,34 @@ def test_a_time_past_int64_is_an_input_error_naming_the_input(tmp_path):
         assert got.dtypes.to_dict() == frame.dtypes.to_dict() == DTYPES
         assert len(got) == 3 and got["session_time"].isna().sum() == 1
         assert got["time"].isna().sum() == 1  # (the recording has clock data)
+
+
+def test_an_object_store_error_that_is_not_an_oserror_is_an_input_error(tmp_path):
+    """fsspec back ends raise their own errors (botocore's NoCredentialsError is no
+    OSError): they passed through as they were, and errors="warn" did not keep the
+    other partitions."""
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
+    from ehtool.analysis.dask_reader import InputWarning
+    from ehtool.errors import InputError
+
+    class NoCredentials(Exception):
+        pass
+
+    class Locked(LocalFileSystem):
+        protocol = "locked"
+
+        def _open(self, path, *args, **kwargs):
+            raise NoCredentials("Unable to locate credentials")
+
+    fsspec.register_implementation("locked", Locked, clobber=True)
+    url = f"locked://{SCHED}"
+    with pytest.raises(InputError, match=f"^{re.escape(url)}: cannot open: NoCredentials: "
+                                         "Unable to locate credentials"):
+        len(read_perfdata(url))
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        assert len(read_perfdata([url, str(SCHED)], errors="warn")) == 35
+    assert [str(w.message) for w in warned if issubclass(w.category, InputWarning)] == [
+        f"ehtool: {url}: cannot open: NoCredentials: Unable to locate credentials"]
