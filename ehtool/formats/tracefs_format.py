@@ -19,6 +19,7 @@ only: this also reads live tracefs files for ``ehtool list`` and ``record``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -183,6 +184,15 @@ def parse_format(text: str | bytes, system: str = "", long_size: int = 8) -> Eve
     if not common and not own:
         raise FormatError(f"{name}: no 'format:' fields")
     return EventFormat(system, name, ident, common, own, print_fmt)
+
+
+@functools.lru_cache(maxsize=1024)
+def shared_format(text: str, system: str = "", long_size: int = 8) -> EventFormat:
+    """:func:`parse_format` once per process for each distinct ``(text, system,
+    long_size)``: the inputs of a fleet repeat the same formats. The result is shared by
+    every caller: read it, never change it. Raises as :func:`parse_format` (a format that
+    does not parse is not kept)."""
+    return parse_format(text, system, long_size)
 
 
 def _parse_field(line: str, long_size: int, lineno: int) -> FieldFormat:

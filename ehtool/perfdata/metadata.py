@@ -15,7 +15,7 @@ from ehtool.errors import InputError
 from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
 from ehtool.perfdata.hotpath import id_offsets, make_sample_reader, memo_grammar
 from ehtool.perfdata.records import EventDesc
-from ehtool.perfdata.tracing_data import parse_tracing_data
+from ehtool.perfdata.tracing_data import TracingData, parse_tracing_data
 
 _NAME_RE = re.compile(r"^name:\s*(\S+)", re.MULTILINE)
 
@@ -160,12 +160,11 @@ class Metadata:
     def _set_tracing_data(self, blob: bytes, offset: int) -> None:
         """Parse the tracing data found at absolute ``offset``; attach the descs' formats."""
         try:
-            self.tracing = parse_tracing_data(bytes(blob))
+            self.tracing, index = _parsed_tracing(bytes(blob))
         except c.ConstructError as exc:
             self._defer(InputError(f"bad tracing data: {brief(exc)}", self.path, offset))
             return
         tracing = self.tracing
-        index = tracing.format_index()
         self._format_ids = {ident: tracing.formats[i] for ident, i in index.items()}
         self._format_at = {ident: plus(offset, tracing.format_offset(i))
                            for ident, i in index.items()}
@@ -182,10 +181,10 @@ class Metadata:
             return
         desc.format_text = entry
         system, text = entry
-        from ehtool.formats.tracefs_format import parse_format
+        from ehtool.formats.tracefs_format import shared_format
 
         try:
-            desc.format = parse_format(text, system, self.long_size)
+            desc.format = shared_format(text, system, self.long_size)
         except ValueError as exc:
             self._defer(InputError(
                 f"format of {system}:{format_name(text)} (id {desc.attr.config}) "
@@ -220,6 +219,27 @@ class Metadata:
 
     def desc_for_id(self, sample_id: int) -> EventDesc | None:
         return self._desc_by_id.get(sample_id)
+
+
+#: tracing-data blob -> (its TracingData, its format index), shared by the inputs of a
+#: process (a fleet's recordings repeat the same blob); bounded: cleared when full, and
+#: blobs over _TRACING_BLOB_MAX bytes are not kept. Shared values: read, never changed.
+_TRACING_CACHE: dict[bytes, tuple[TracingData, dict[int, int]]] = {}
+_TRACING_CACHE_MAX = 16
+_TRACING_BLOB_MAX = 1 << 20
+
+
+def _parsed_tracing(blob: bytes) -> tuple[TracingData, dict[int, int]]:
+    """``parse_tracing_data(blob)`` and its ``format_index()``, once per distinct blob."""
+    hit = _TRACING_CACHE.get(blob)
+    if hit is None:
+        tracing = parse_tracing_data(blob)
+        hit = (tracing, tracing.format_index())
+        if len(blob) <= _TRACING_BLOB_MAX:
+            if len(_TRACING_CACHE) >= _TRACING_CACHE_MAX:
+                _TRACING_CACHE.clear()
+            _TRACING_CACHE[blob] = hit
+    return hit
 
 
 def plus(base: int, offset: int | None) -> int:

@@ -44,6 +44,11 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
 
     ``common``: False for the event's own fields, True for the ``common_*``
     fields followed by the own fields, ``"only"`` for just the common fields.
+
+    A renderer depends only on the fields it shows (every attribute of each), the style,
+    the byte order and whether the C module is used (EHTOOL_PURE): it is made once per
+    process for each distinct set of those (the inputs of a fleet repeat the same
+    formats) and shared.
     """
     if common == "only":
         fields = fmt.common_fields
@@ -51,6 +56,26 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
         fields = fmt.common_fields + fmt.fields
     else:
         fields = fmt.fields
+    from ehtool import speedups
+
+    key = (tuple(tuple(getattr(f, name) for name in _FIELD_ATTRS) for f in fields),
+           style, long_size, big_endian, speedups.load() is not None)
+    render = _RENDERERS.get(key)
+    if render is None:
+        if len(_RENDERERS) >= _RENDERERS_MAX:
+            _RENDERERS.clear()
+        render = _RENDERERS[key] = _make_renderer(fields, style, big_endian)
+    return render
+
+
+#: what a field's renderer reads of it: every FieldFormat attribute
+_FIELD_ATTRS = tuple(f.name for f in dataclasses.fields(FieldFormat))
+#: made renderers by what they depend on (see make_renderer); bounded: cleared when full
+_RENDERERS: dict[tuple, Renderer] = {}
+_RENDERERS_MAX = 1024
+
+
+def _make_renderer(fields: list[FieldFormat], style: JsonStyle, big_endian: bool) -> Renderer:
     if style.decimal_pids:
         fields = [_decimal_pid(f) for f in fields]
     order = ">" if big_endian else "<"

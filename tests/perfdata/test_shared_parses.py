@@ -136,3 +136,33 @@ def test_the_memo_only_wraps_attrs(big):
     assert memo_attrs(g.ids) is g.ids
     assert memo_attrs(g.features[Feature.HOSTNAME]) is g.features[Feature.HOSTNAME]
     assert isinstance(memo_grammar(g, "file_attr"), c.Struct)
+
+
+def test_tracing_data_is_shared_by_its_bytes(tmp_path, monkeypatch):
+    """Inputs whose tracing data is the same blob share its parse; a copy whose formats
+    differ under the same event names and ids (a field renamed and moved) gets its own,
+    whatever the order; the cache stays bounded."""
+    from ehtool.perfdata import metadata
+
+    monkeypatch.setattr(metadata, "_TRACING_CACHE", {})
+    mutant = tmp_path / "mutant.data"
+    mutant.write_bytes(EXAMPLE.read_bytes().replace(b"prev_comm", b"prev_cmdx")
+                       .replace(b"offset:24;", b"offset:25;"))
+
+    def switch_fields(path):
+        with PerfDataFile.open(path) as f:
+            (desc,) = [d for d in f.descs if d.name == "sched:sched_switch"]
+            return f.tracing, [(x.name, x.offset) for x in desc.format.fields][:2]
+
+    first, fields = switch_fields(EXAMPLE)
+    assert fields == [("prev_comm", 8), ("prev_pid", 24)]
+    other, mutated = switch_fields(mutant)
+    assert mutated == [("prev_cmdx", 8), ("prev_pid", 25)] and other is not first
+    again, fields_again = switch_fields(EXAMPLE)
+    assert again is first and fields_again == fields
+    assert len(metadata._TRACING_CACHE) == 2
+    monkeypatch.setattr(metadata, "_TRACING_CACHE_MAX", 1)
+    third = tmp_path / "third.data"
+    third.write_bytes(EXAMPLE.read_bytes().replace(b"prev_comm", b"prev_cxmm"))
+    assert switch_fields(third)[1][0] == ("prev_cxmm", 8)
+    assert len(metadata._TRACING_CACHE) == 1
