@@ -287,17 +287,29 @@ class BodyReader:
     prefix: FixedPrefix
     tail: str | None  # the name of the trailing NUL-padded string field
 
-    def read(self, buf: Any, start: int, end: int) -> c.Container | None:
-        """The body in ``buf[start:end]`` (None where the grammar's parse fails)."""
+    @functools.cached_property
+    def names(self) -> tuple[str, ...]:
+        """The body's field names, in the grammar's order (the string last)."""
+        return self.prefix.names + ((self.tail,) if self.tail is not None else ())
+
+    def values(self, buf: Any, start: int, end: int) -> tuple | None:
+        """The values of :attr:`names` in ``buf[start:end]`` (None where the grammar's
+        parse fails)."""
         p = self.prefix
         if end - start < p.size:
             return None
-        body = c.Container(zip(p.names, p.struct.unpack_from(buf, start), strict=True))
+        values = p.struct.unpack_from(buf, start)
         if self.tail is not None:
-            body[self.tail] = NulPadded.text(bytes(buf[start + p.size:end]))
-        return body
+            values += (NulPadded.text(bytes(buf[start + p.size:end])),)
+        return values
+
+    def read(self, buf: Any, start: int, end: int) -> c.Container | None:
+        """The body in ``buf[start:end]`` (None where the grammar's parse fails)."""
+        values = self.values(buf, start, end)
+        return None if values is None else c.Container(zip(self.names, values, strict=True))
 
 
+@functools.lru_cache(maxsize=128)
 def make_body_reader(g: PerfGrammar, rtype: int) -> BodyReader | None:
     """The :class:`BodyReader` of record type ``rtype``, or None when its grammar has
     other variable parts (those records keep the construct parse)."""

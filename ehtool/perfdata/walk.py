@@ -15,6 +15,7 @@ from ehtool.perfdata.counts import payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType, grammar_for
 from ehtool.perfdata.hotpath import (
     HEADER_SIZE,
+    BodyReader,
     CorruptSample,
     TrailerReader,
     body_offset,
@@ -30,6 +31,7 @@ from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE
 
 _R = RecordType
 _SAMPLE = int(_R.SAMPLE)
+_COMM, _FORK = int(_R.COMM), int(_R.FORK)
 # Only FINISHED_ROUND ends a time-sort group: perf-decode (LinuxTracepoints,
 # tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
 # the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
@@ -117,9 +119,10 @@ class RecordWalk:
                     self._stop_middle = None
                     self._data_end = pos
                     break
-            id_at = self._id_at
-            lone = self.descs[0].reader if len(self.descs) == 1 else None
-            run = self._run_scanner()
+            if rtype >= 64:  # (a kernel record never changes the events or their ids)
+                id_at = self._id_at
+                lone = self.descs[0].reader if len(self.descs) == 1 else None
+                run = self._run_scanner()
         if nsamples:
             self.counts[_SAMPLE] = self.counts.get(_SAMPLE, 0) + nsamples
         return pos
@@ -148,6 +151,11 @@ class RecordWalk:
         """Handle a non-sample record; return the next position, or -1 to stop."""
         self.counts[rtype] = self.counts.get(rtype, 0) + 1
         nxt = pos + size
+        if rtype < 64 and rtype != _SAMPLE and not self._want_records:
+            # a kernel record (MMAP, COMM, ...) when only samples are wanted: thread names
+            if rtype in (_COMM, _FORK):
+                self._learn_thread(rtype, buf, pos, size)
+            return nxt
         g = self.grammar
         offset = base + pos
         if rtype in FLUSH_TYPES:
@@ -218,11 +226,21 @@ class RecordWalk:
             rec = self._record(rtype, buf, pos, size, base)
             self._learn(rtype, rec.body)
             out.append(rec)
-        elif rtype == _R.COMM or rtype == _R.FORK:
-            _, tr = self._trailer_layout(rtype, buf, pos, size)
-            self._learn(rtype, self._body(rtype, buf, pos + _BODY_AT,
-                                          nxt - (tr.size if tr is not None else 0)))
+        elif rtype in (_COMM, _FORK):
+            self._learn_thread(rtype, buf, pos, size)
         return nxt
+
+    def _learn_thread(self, rtype: int, buf: Any, pos: int, size: int) -> None:
+        """Thread names from a COMM or FORK record (its body without its trailer)."""
+        _, tr = self._trailer_layout(rtype, buf, pos, size)
+        end = pos + size - (tr.size if tr is not None else 0)
+        reader = self._body_reader(rtype)
+        if reader is None:
+            self._learn(rtype, self._body(rtype, buf, pos + _BODY_AT, end))
+            return
+        values = reader.values(buf, pos + _BODY_AT, end)  # (no Container: only two fields)
+        if values is not None:
+            self._learn(rtype, dict(zip(reader.names, values, strict=True)))
 
     def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
                     flushes: list[int]) -> bool:
@@ -290,19 +308,17 @@ class RecordWalk:
         """Session state from a COMM or FORK body (thread names)."""
         if body is None:
             return
-        if rtype == _R.COMM:
-            self.session.set_comm(body.tid, body.comm)
-        elif rtype == _R.FORK:
-            self.session.fork(body.ptid, body.tid)
+        if rtype == _COMM:
+            self.session.set_comm(body["tid"], body["comm"])
+        elif rtype == _FORK:
+            self.session.fork(body["ptid"], body["tid"])
 
     def _body(self, rtype: int, buf: Any, start: int, end: int) -> Any:
         """A non-sample record's body per its grammar (None: no grammar, or too short);
         bodies of fixed fields and a string are read without construct (hotpath.py)."""
         if rtype >= 64:
             return None
-        reader = self._bodies.get(rtype, _UNSET)
-        if reader is _UNSET:
-            reader = self._bodies[rtype] = make_body_reader(self.grammar, rtype)
+        reader = self._body_reader(rtype)
         if reader is not None:
             return reader.read(buf, start, end)
         grammar = self.grammar.records.get(rtype)
@@ -312,6 +328,12 @@ class RecordWalk:
             return grammar.parse(bytes(buf[start:end]))
         except c.ConstructError:
             return None
+
+    def _body_reader(self, rtype: int) -> BodyReader | None:
+        reader = self._bodies.get(rtype, _UNSET)
+        if reader is _UNSET:
+            reader = self._bodies[rtype] = make_body_reader(self.grammar, rtype)
+        return reader
 
     def _trailer_layout(self, rtype: int, buf: Any, pos: int, size: int
                         ) -> tuple[EventDesc | None, TrailerReader | None]:

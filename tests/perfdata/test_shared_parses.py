@@ -166,3 +166,19 @@ def test_tracing_data_is_shared_by_its_bytes(tmp_path, monkeypatch):
     third.write_bytes(EXAMPLE.read_bytes().replace(b"prev_comm", b"prev_cxmm"))
     assert switch_fields(third)[1][0] == ("prev_cxmm", 8)
     assert len(metadata._TRACING_CACHE) == 1
+
+
+@pytest.mark.parametrize("name", ["sched-ids.data", "sched-task-noid.data", "sched-pipe.data",
+                                  "sched-612-z.data", "eh-612.data"])
+def test_thread_names_learned_the_same_with_or_without_records(name):
+    """A samples-only walk reads COMM and FORK without making their records: the thread
+    names it learns (and the record counts) are those of the walk that makes them."""
+    def walk(nonsample: bool):
+        with PerfDataFile.open(DATA / name) as f:
+            n = sum(1 for _ in f.records(order="file", nonsample=nonsample))
+            return n, dict(f.session.comms), f.counts
+
+    samples, comms, counts = walk(False)
+    everything, all_comms, all_counts = walk(True)
+    assert comms == all_comms and len(comms) > 5
+    assert counts == all_counts and everything > samples > 0
