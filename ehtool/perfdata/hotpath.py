@@ -90,6 +90,14 @@ def _header_fields(g: PerfGrammar) -> tuple[c.Construct, ...]:
     return tuple(g.record_header.subcons)
 
 
+@functools.lru_cache(maxsize=4)
+def section_struct(g: PerfGrammar) -> struct.Struct:
+    """A file section (offset, size): the feature table's entries."""
+    prefix = fixed_prefix(g.endian, tuple(g.section.subcons))
+    assert prefix.names == ("offset", "size") and not prefix.rest
+    return prefix.struct
+
+
 def header_struct(g: PerfGrammar) -> struct.Struct:
     """The record header (type, misc, size) as one struct."""
     return fixed_prefix(g.endian, _header_fields(g)).struct
@@ -463,3 +471,88 @@ def memo_grammar(g: PerfGrammar, name: str, key: int | None = None) -> c.Constru
     ``records``), built once per byte order."""
     con = getattr(g, name)
     return memo_attrs(con if key is None else con[key])
+
+
+class _Short(Exception):
+    """The data ends before a field: :func:`feature_reader` lets construct parse (and
+    raise its own error)."""
+
+
+def _value_step(con: c.Construct):
+    """``step(data, at) -> (value, next at)`` reading ``con`` as its parse does, for the
+    shapes of the feature grammars (a number, a Struct of numbers, a length-prefixed
+    NUL-padded string, a count-prefixed array of those); None for other shapes. Raises
+    :class:`_Short` where the parse would run out of data."""
+    if isinstance(con, c.FormatField):
+        one = struct.Struct(con.fmtstr)
+
+        def number(data: Any, at: int) -> tuple[Any, int]:
+            end = at + one.size
+            if end > len(data):
+                raise _Short
+            return one.unpack_from(data, at)[0], end
+        return number
+    if isinstance(con, c.Struct):
+        fields = [_format_field(sub) for sub in con.subcons]
+        if not fields or None in fields or len({f.fmtstr[0] for _, f in fields}) != 1:
+            return None
+        prefix = fixed_prefix(fields[0][1].fmtstr[0], tuple(con.subcons))
+
+        def record(data: Any, at: int) -> tuple[Any, int]:
+            end = at + prefix.size
+            if end > len(data):
+                raise _Short
+            return c.Container(zip(prefix.names, prefix.struct.unpack_from(data, at),
+                                   strict=True)), end
+        return record
+    if (isinstance(con, c.Prefixed) and not con.includelength
+            and isinstance(con.subcon, NulPadded) and con.subcon.subcon is c.GreedyBytes):
+        length = _value_step(con.lengthfield)
+        if length is None:
+            return None
+
+        def text(data: Any, at: int) -> tuple[Any, int]:
+            n, at = length(data, at)
+            end = at + n
+            if end > len(data):
+                raise _Short
+            return NulPadded.text(data[at:end]), end
+        return text
+    if (isinstance(con, c.FocusedSeq) and con.parsebuildfrom == "items"
+            and [sub.name for sub in con.subcons] == ["count", "items"]):
+        count_con, items = (sub.subcon for sub in con.subcons)
+        if not (isinstance(count_con, c.Rebuild) and isinstance(items, c.Array)
+                and repr(items.count) == "this['count']"):
+            return None
+        count, item = _value_step(count_con.subcon), _value_step(items.subcon)
+        if count is None or item is None:
+            return None
+
+        def array(data: Any, at: int) -> tuple[Any, int]:
+            n, at = count(data, at)
+            out = c.ListContainer()
+            for _ in range(n):
+                value, at = item(data, at)
+                out.append(value)
+            return out, at
+        return array
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def feature_reader(g: PerfGrammar, bit: int) -> Callable[[bytes], Any] | None:
+    """``read(data)``: the value ``g.features[bit].parse(data)`` gives (its errors too),
+    read with struct where the grammar's shape allows (every feature but EVENT_DESC);
+    None when there is no grammar or no such reader."""
+    con = g.features.get(bit)
+    step = _value_step(con) if con is not None else None
+    if step is None:
+        return None
+    parse = con.parse
+
+    def read(data: bytes) -> Any:
+        try:
+            return step(data, 0)[0]
+        except _Short:
+            return parse(data)  # (raises as the grammar does)
+    return read

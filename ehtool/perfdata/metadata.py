@@ -13,7 +13,13 @@ import construct as c
 
 from ehtool.errors import InputError
 from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
-from ehtool.perfdata.hotpath import id_offsets, make_sample_reader, memo_grammar
+from ehtool.perfdata.hotpath import (
+    feature_reader,
+    id_offsets,
+    make_sample_reader,
+    memo_grammar,
+    section_struct,
+)
 from ehtool.perfdata.records import EventDesc
 from ehtool.perfdata.tracing_data import TracingData, parse_tracing_data
 
@@ -68,9 +74,9 @@ class Metadata:
 
     def _load_features(self, file_len: int) -> None:
         h, mm, g = self.header, self._mm, self.grammar
-        bits = [b for b in range(256) if h.features[b // 64] >> (b % 64) & 1]
+        section = section_struct(g).unpack_from
         table = h.data.offset + h.data.size
-        for i, bit in enumerate(bits):
+        for i, bit in enumerate(feature_bits(h.features)):
             at = table + 16 * i
             if at + 16 > file_len:
                 self._defer(InputError(
@@ -78,12 +84,12 @@ class Metadata:
                     "are missing; tracepoints show as raw bytes (on the recording machine, "
                     "try --formats-from-host)", self.path, at))
                 return
-            sec = g.section.parse(mm[at:at + 16])
-            if sec.offset + sec.size > file_len:
+            sec_offset, sec_size = section(mm, at)
+            if sec_offset + sec_size > file_len:
                 self._defer(InputError(f"feature {bit} runs past the end of the file",
                                        self.path, at))
                 continue
-            self._apply_feature(bit, mm[sec.offset:sec.offset + sec.size], sec.offset)
+            self._apply_feature(bit, mm[sec_offset:sec_offset + sec_size], sec_offset)
 
     def _add_desc(self, attr: Any, ids: list[int], offset: int, name: str = "") -> EventDesc:
         desc = EventDesc(attr, ids, name, len(self.descs))
@@ -108,15 +114,18 @@ class Metadata:
     def _apply_feature(self, bit: int, data: bytes, offset: int) -> None:
         info, g = self.info, self.grammar
         info.features[bit] = bytes(data)
-        grammar = memo_grammar(g, "features", bit) if bit == Feature.EVENT_DESC \
-            else g.features.get(bit)
         if bit == Feature.TRACING_DATA:
             self._set_tracing_data(data, offset)
             return
-        if grammar is None:
-            return
+        parse = feature_reader(g, bit)
+        if parse is None:
+            grammar = memo_grammar(g, "features", bit) if bit == Feature.EVENT_DESC \
+                else g.features.get(bit)
+            if grammar is None:
+                return
+            parse = grammar.parse
         try:
-            value = grammar.parse(data)
+            value = parse(data)
         except c.ConstructError as exc:
             self._defer(InputError(f"bad feature {bit} section: {brief(exc)}", self.path,
                                    offset))
@@ -240,6 +249,17 @@ def _parsed_tracing(blob: bytes) -> tuple[TracingData, dict[int, int]]:
                 _TRACING_CACHE.clear()
             _TRACING_CACHE[blob] = hit
     return hit
+
+
+def feature_bits(words: list[int]) -> list[int]:
+    """The set bits of the header's feature bitmap (64-bit words, bit 0 first), in order."""
+    bits = []
+    for w, word in enumerate(words):
+        while word:
+            low = word & -word
+            bits.append(64 * w + low.bit_length() - 1)
+            word ^= low
+    return bits
 
 
 def plus(base: int, offset: int | None) -> int:
