@@ -273,7 +273,7 @@ class TrailerReader:
 
     prefix: FixedPrefix
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         return self.prefix.size
 
@@ -283,6 +283,7 @@ class TrailerReader:
         return dict(zip(p.names, p.struct.unpack_from(buf, end - p.size), strict=True))
 
 
+@functools.lru_cache(maxsize=256)
 def make_trailer_reader(g: PerfGrammar, sample_type: int) -> TrailerReader:
     return TrailerReader(trailer_prefix(g, sample_type))
 
@@ -303,12 +304,13 @@ class BodyReader:
     def values(self, buf: Any, start: int, end: int) -> tuple | None:
         """The values of :attr:`names` in ``buf[start:end]`` (None where the grammar's
         parse fails)."""
-        p = self.prefix
-        if end - start < p.size:
+        st = self.prefix.struct
+        size = st.size
+        if end - start < size:
             return None
-        values = p.struct.unpack_from(buf, start)
+        values = st.unpack_from(buf, start)
         if self.tail is not None:
-            values += (NulPadded.text(bytes(buf[start + p.size:end])),)
+            values += (NulPadded.text(bytes(buf[start + size:end])),)
         return values
 
     def read(self, buf: Any, start: int, end: int) -> c.Container | None:

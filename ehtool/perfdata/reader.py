@@ -80,6 +80,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self._format_at: dict[int, int | None] = {}  # format ID -> absolute byte offset
         self._trailers: dict[int, Any] = {}
         self._bodies: dict[int, Any] = {}  # record type -> BodyReader or None
+        self._thread_at: dict[int, tuple[int, int]] = {}  # COMM/FORK -> its fields' indexes
         self._deferred: list[InputError] = []
         self._want_records = False  # (set by each iteration)
         #: ``perf record -z``: bytes before and after decompression, the zstd stream

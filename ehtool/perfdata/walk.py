@@ -32,6 +32,8 @@ from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE
 _R = RecordType
 _SAMPLE = int(_R.SAMPLE)
 _COMM, _FORK = int(_R.COMM), int(_R.FORK)
+#: the body fields a COMM or FORK record gives the session (see RecordWalk._thread)
+_THREAD_FIELDS = {_COMM: ("tid", "comm"), _FORK: ("ptid", "tid")}
 # Only FINISHED_ROUND ends a time-sort group: perf-decode (LinuxTracepoints,
 # tools/perf-decode.cpp) flushes its sorted map at FINISHED_ROUND and at the end of
 # the input; at FINISHED_INIT PerfDataFile.cpp only re-reads EVENT_DESC.
@@ -238,9 +240,13 @@ class RecordWalk:
         if reader is None:
             self._learn(rtype, self._body(rtype, buf, pos + _BODY_AT, end))
             return
-        values = reader.values(buf, pos + _BODY_AT, end)  # (no Container: only two fields)
+        values = reader.values(buf, pos + _BODY_AT, end)  # (no Container: two fields)
         if values is not None:
-            self._learn(rtype, dict(zip(reader.names, values, strict=True)))
+            at = self._thread_at.get(rtype)
+            if at is None:
+                at = self._thread_at[rtype] = tuple(map(reader.names.index,
+                                                        _THREAD_FIELDS[rtype]))
+            self._thread(rtype, values[at[0]], values[at[1]])
 
     def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
                     flushes: list[int]) -> bool:
@@ -306,12 +312,15 @@ class RecordWalk:
 
     def _learn(self, rtype: int, body: Any) -> None:
         """Session state from a COMM or FORK body (thread names)."""
-        if body is None:
-            return
+        if body is not None and rtype in _THREAD_FIELDS:
+            self._thread(rtype, *(body[name] for name in _THREAD_FIELDS[rtype]))
+
+    def _thread(self, rtype: int, a: Any, b: Any) -> None:
+        """COMM: thread ``a`` is named ``b``; FORK: thread ``b`` inherits ``a``'s name."""
         if rtype == _COMM:
-            self.session.set_comm(body["tid"], body["comm"])
-        elif rtype == _FORK:
-            self.session.fork(body["ptid"], body["tid"])
+            self.session.set_comm(a, b)
+        else:
+            self.session.fork(a, b)
 
     def _body(self, rtype: int, buf: Any, start: int, end: int) -> Any:
         """A non-sample record's body per its grammar (None: no grammar, or too short);
