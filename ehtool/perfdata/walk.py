@@ -69,6 +69,7 @@ class RecordWalk:
         lone = self.descs[0].reader if len(self.descs) == 1 else None
         sample_type = _SAMPLE
         nsamples = 0
+        counts, want = self.counts, self._want_records
         run = self._run_scanner()
         while pos < limit:
             if run is not None:  # consecutive samples of the common layout, one unpack each
@@ -109,6 +110,14 @@ class RecordWalk:
                 break
             if pos + size > end:
                 break
+            if rtype < 64 and not want and rtype != sample_type:
+                # a kernel record (MMAP, COMM, ...) when only samples are wanted: counted,
+                # thread names taken; it changes no event and is no split point
+                counts[rtype] = counts.get(rtype, 0) + 1
+                if rtype in _THREAD_FIELDS:
+                    self._learn_thread(rtype, buf, pos, size)
+                pos += size
+                continue
             nxt = self._other(rtype, buf, pos, size, end, base, out, flushes)
             if nxt < 0:
                 break  # incomplete (needs bytes beyond ``end``) or fatal
@@ -121,7 +130,7 @@ class RecordWalk:
                     self._stop_middle = None
                     self._data_end = pos
                     break
-            if rtype >= 64:  # (a kernel record never changes the events or their ids)
+            if rtype >= 64:  # (a kernel record changes no event nor its ids)
                 id_at = self._id_at
                 lone = self.descs[0].reader if len(self.descs) == 1 else None
                 run = self._run_scanner()
@@ -153,11 +162,6 @@ class RecordWalk:
         """Handle a non-sample record; return the next position, or -1 to stop."""
         self.counts[rtype] = self.counts.get(rtype, 0) + 1
         nxt = pos + size
-        if rtype < 64 and rtype != _SAMPLE and not self._want_records:
-            # a kernel record (MMAP, COMM, ...) when only samples are wanted: thread names
-            if rtype in (_COMM, _FORK):
-                self._learn_thread(rtype, buf, pos, size)
-            return nxt
         g = self.grammar
         offset = base + pos
         if rtype in FLUSH_TYPES:
@@ -228,7 +232,7 @@ class RecordWalk:
             rec = self._record(rtype, buf, pos, size, base)
             self._learn(rtype, rec.body)
             out.append(rec)
-        elif rtype in (_COMM, _FORK):
+        elif rtype in _THREAD_FIELDS:
             self._learn_thread(rtype, buf, pos, size)
         return nxt
 
