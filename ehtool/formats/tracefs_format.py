@@ -186,7 +186,7 @@ def parse_format(text: str | bytes, system: str = "", long_size: int = 8) -> Eve
     return EventFormat(system, name, ident, common, own, print_fmt)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def shared_format(text: str, system: str = "", long_size: int = 8) -> EventFormat:
     """:func:`parse_format` once per process for each distinct ``(text, system,
     long_size)``: the inputs of a fleet repeat the same formats. The result is shared by

@@ -231,11 +231,12 @@ class Metadata:
 
 
 #: tracing-data blob -> (its TracingData, its format index), shared by the inputs of a
-#: process (a fleet's recordings repeat the same blob); bounded: cleared when full, and
-#: blobs over _TRACING_BLOB_MAX bytes are not kept. Shared values: read, never changed.
+#: process (a fleet's recordings repeat the same blob); bounded: at most
+#: _TRACING_CACHE_MAX blobs of _TRACING_CACHE_BYTES bytes in all (cleared when full; a
+#: bigger blob is not kept). Shared values: read, never changed.
 _TRACING_CACHE: dict[bytes, tuple[TracingData, dict[int, int]]] = {}
 _TRACING_CACHE_MAX = 16
-_TRACING_BLOB_MAX = 1 << 20
+_TRACING_CACHE_BYTES = 4 << 20
 
 
 def _parsed_tracing(blob: bytes) -> tuple[TracingData, dict[int, int]]:
@@ -244,8 +245,9 @@ def _parsed_tracing(blob: bytes) -> tuple[TracingData, dict[int, int]]:
     if hit is None:
         tracing = parse_tracing_data(blob)
         hit = (tracing, tracing.format_index())
-        if len(blob) <= _TRACING_BLOB_MAX:
-            if len(_TRACING_CACHE) >= _TRACING_CACHE_MAX:
+        if len(blob) <= _TRACING_CACHE_BYTES:
+            if (len(_TRACING_CACHE) >= _TRACING_CACHE_MAX or len(blob) + sum(
+                    map(len, _TRACING_CACHE)) > _TRACING_CACHE_BYTES):
                 _TRACING_CACHE.clear()
             _TRACING_CACHE[blob] = hit
     return hit

@@ -72,7 +72,7 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
 _FIELD_ATTRS = tuple(f.name for f in dataclasses.fields(FieldFormat))
 #: made renderers by what they depend on (see make_renderer); bounded: cleared when full
 _RENDERERS: dict[tuple, Renderer] = {}
-_RENDERERS_MAX = 1024
+_RENDERERS_MAX = 256
 
 
 def _make_renderer(fields: list[FieldFormat], style: JsonStyle, big_endian: bool) -> Renderer:

@@ -182,3 +182,20 @@ def test_thread_names_learned_the_same_with_or_without_records(name):
     everything, all_comms, all_counts = walk(True)
     assert comms == all_comms and len(comms) > 5
     assert counts == all_counts and everything > samples > 0
+
+
+def test_tracing_data_cache_is_bounded_by_bytes(monkeypatch):
+    """Blobs bigger than the byte bound are parsed, not kept; the kept ones stay under it."""
+    from ehtool.perfdata import metadata
+
+    with PerfDataFile.open(EXAMPLE) as f:
+        blob = f.info.features[Feature.TRACING_DATA]
+    monkeypatch.setattr(metadata, "_TRACING_CACHE", {})
+    monkeypatch.setattr(metadata, "_TRACING_CACHE_BYTES", len(blob) - 1)
+    assert metadata._parsed_tracing(blob)[0].formats
+    assert metadata._TRACING_CACHE == {}
+    monkeypatch.setattr(metadata, "_TRACING_CACHE_BYTES", len(blob) + 100)
+    metadata._parsed_tracing(blob)
+    other = blob.replace(b"prev_comm", b"prev_cxmm")
+    assert metadata._parsed_tracing(other)[0] is not metadata._parsed_tracing(blob)[0]
+    assert sum(map(len, metadata._TRACING_CACHE)) <= len(blob) + 100
