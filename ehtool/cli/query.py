@@ -80,7 +80,7 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
                                "statement may read 'events'")
     # SIGTERM/SIGHUP: exit 128+N (see _statement for the time DuckDB runs)
     with exit_on_signals():
-        problems, unreadable = _opened(inputs)
+        problems, unreadable = _probed(inputs)
         if unreadable >= set(inputs):  # nothing to query
             report(inputs, [problems])
         paths = [p for p in inputs if p not in unreadable]
@@ -89,8 +89,10 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
         for statement in statements:
             met.append(_statement(duckdb, con, statement, paths, out_format,
                                   jobs or available_cpus()))
-        if "-" in paths and not any("-" in m for m in met[1:]):  # no statement read it
-            met.append(_opened(["-"], stdin=True)[0])
+        # the open-time problems (attributes, features) of the inputs no statement
+        # reached: a LIMIT, a statement without 'events'
+        reached = {path for m in met[1:] for path in m}
+        met.append(_opened([p for p in paths if p not in reached]))
     report(inputs, met)
 
 
@@ -197,29 +199,40 @@ def _reads_events(sql: str) -> bool:
     return re.search(r"\bevents\b", sql, re.IGNORECASE) is not None
 
 
-def _opened(inputs: list[str] | tuple[str, ...], stdin: bool = False
-            ) -> tuple[dict[str, list], set[str]]:
-    """Each input's problems on opening it (its header, attributes and feature sections:
-    cheap), checked before the query, which may not read them all (a LIMIT, a query
-    without 'events'); the inputs that cannot be read at all. Standard input (``-``)
-    only with ``stdin`` (its header is read: after the query, when no statement read
-    it)."""
+def _probed(inputs: tuple[str, ...]) -> tuple[dict[str, list], set[str]]:
+    """Before the query: the inputs that cannot be opened or are not perf.data (their
+    magic), each with its error (a FIFO or standard input is not looked at)."""
     from ehtool.errors import InputError
     from ehtool.perfdata import PerfDataFile
 
     problems: dict[str, list] = {}
-    unreadable: set[str] = set()
     for path in inputs:
-        if _read_once(path) and not (stdin and path == "-"):
-            continue  # (a FIFO is never opened for a look: its writer would stop)
+        if not _read_once(path):
+            try:
+                PerfDataFile.probe(path)
+            except InputError as exc:
+                problems[path] = [exc]
+    return problems, set(problems)
+
+
+def _opened(inputs: list[str]) -> dict[str, list]:
+    """After the query: each input's problems on opening it (its header, attributes
+    and feature sections), for the inputs that no statement read. Standard input's
+    header is read; a FIFO is never opened for a look (its writer would stop)."""
+    from ehtool.errors import InputError
+    from ehtool.perfdata import PerfDataFile
+
+    problems: dict[str, list] = {}
+    for path in inputs:
+        if _read_once(path) and path != "-":
+            continue
         met = problems.setdefault(path, [])
         try:
             with PerfDataFile.open(path, on_error=met.append):
                 pass
         except InputError as exc:
             met[:] = [exc]
-            unreadable.add(path)
-    return problems, unreadable
+    return problems
 
 
 #: statement types whose result is printed whatever its columns

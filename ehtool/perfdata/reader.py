@@ -136,6 +136,20 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             f.close()
             raise
 
+    @staticmethod
+    def probe(path: str | os.PathLike) -> None:
+        """Raise the error :meth:`open` raises first when ``path`` cannot be opened or
+        does not start as a perf.data file does (its magic); cheap: the rest of the
+        header, the attributes and features are not read. A stream (a FIFO) is not
+        read."""
+        name = os.fsdecode(path)
+        try:
+            with open(path, "rb") as f:
+                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    _check_magic(f.read(PIPE_HEADER_SIZE), name)
+        except OSError as exc:
+            raise InputError(f"cannot open: {exc.strerror or exc}", name) from None
+
     @classmethod
     def open_stream(cls, stream: BinaryIO, name: str = STDIN_NAME, *,
                     on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:

@@ -265,3 +265,38 @@ def test_read_perfdata_errors_warn_keeps_what_decodes(tmp_path):
         len(read_perfdata([str(cut)]))
     with pytest.raises(ValueError, match="errors='skip'"):
         read_perfdata([sched], errors="skip")
+
+
+def test_query_reads_each_input_once_and_still_reports_those_it_did_not_reach(
+        tmp_path, monkeypatch):
+    """Before the query an input is only probed (can it be opened, does it start as
+    perf.data?): its header, attributes and features were read there too, serially in
+    the caller, ~5 ms a file of a fleet's. An input the query did not reach (LIMIT, no
+    'events') is opened after it for the problems of its header and features."""
+    import shutil
+    import struct
+
+    from ehtool.perfdata import PerfDataFile
+    from tests.cli.conftest import _run
+
+    files = []
+    for k in range(4):
+        files.append(str(tmp_path / f"{k}.data"))
+        shutil.copy(RECORDINGS[1], files[-1])
+    h = PerfDataFile.open(files[3]).header
+    with open(files[3], "r+b") as f:  # its first feature's section past the end
+        f.seek(h.data.offset + h.data.size)
+        f.write(struct.pack("<QQ", 1 << 30, 16))
+    opened: list[str] = []
+    real = PerfDataFile.open.__func__
+    monkeypatch.setattr(PerfDataFile, "open", classmethod(
+        lambda cls, path, **kw: opened.append(str(path)) or real(cls, path, **kw)))
+    for sql, out in (("select count(*) as n from events", '"n"\n140\n'),
+                     ("select cpu from events limit 1", '"cpu"\n0\n'),
+                     ("select 1 as n", '"n"\n1\n')):
+        opened.clear()
+        done = _run("query", "-j", "1", "--format", "csv", sql, *files)
+        assert (done.status, done.out) == (1, out), sql
+        assert opened == files, sql
+        assert done.err == (f"ehtool: error: {files[3]}: offset 0x{h.data.offset + h.data.size:x}"
+                            ": feature 1 runs past the end of the file\n"), sql
