@@ -14,6 +14,7 @@ problems are kept there as they are met, and the rows go on with the next file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ehtool import workers
-from ehtool.analysis.arrow import record_batches, require, schema
+from ehtool.analysis.arrow import BATCH_ROWS, record_batches, require, schema
 from ehtool.errors import (
     EhtoolError,
     InputError,
@@ -44,7 +45,8 @@ PART_MIN_BYTES = 32 << 20
 @dataclass
 class _Part:
     index: int  # among the parts, in order
-    path: str
+    #: one file, or a run of small whole files decoded by one worker in turn
+    paths: list[str]
     part: tuple[int, int] | None
     last: bool  # the last part of its file
     #: what its worker said once it was done with it (or what ended the worker)
@@ -53,11 +55,20 @@ class _Part:
 
 @dataclass
 class _Report:
-    problems: list[str] = field(default_factory=list)
-    fatal: str | None = None
+    #: each file's rows and problems, in order (:class:`_FileReport` fields)
+    files: list[dict] = field(default_factory=list)
     error: str | None = None  # not the input's: the worker's own (its part's file)
     internal: str | None = None
     signal: int = 0
+
+
+@dataclass
+class _FileReport:
+    path: str
+    rows: int = 0
+    problems: list[str] = field(default_factory=list)
+    #: an error that ended the file (its rows are those before it)
+    fatal: str | None = None
 
 
 def partitions(files: list[str], partition_bytes: int
@@ -83,13 +94,30 @@ def partitions(files: list[str], partition_bytes: int
     return out
 
 
+#: whole files go to a worker several at a time while they add up to no more than this
+#: (and an eighth of the input per process) and RUN_FILES: a part has a cost of its own
+#: (a task handed over, a file of rows, ~1 ms), as much as decoding a small recording
+RUN_BYTES = 8 << 20
+RUN_FILES = 64
+
+
 def parts(paths: list[str], jobs: int) -> list[_Part]:
     """The parts of ``paths`` for ``jobs`` processes."""
     total = sum(_size(p) for p in paths)
     per_part = max(PART_MIN_BYTES, total // max(1, jobs))
-    specs = partitions(paths, per_part)
-    return [_Part(k, path, part, part is None or part[0] == part[1] - 1)
-            for k, (path, part) in enumerate(specs)]
+    run_bytes = min(RUN_BYTES, total // max(1, 8 * jobs))
+    out: list[_Part] = []
+    run_size = 0
+    for path, part in partitions(paths, per_part):
+        size = _size(path)
+        if (part is None and out and out[-1].part is None and len(out[-1].paths) < RUN_FILES
+                and run_size + size <= run_bytes):
+            out[-1].paths.append(path)
+            run_size += size
+            continue
+        out.append(_Part(len(out), [path], part, part is None or part[0] == part[1] - 1))
+        run_size = size
+    return out
 
 
 def _size(path: str) -> int:
@@ -134,19 +162,32 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
                 crew.check()
                 yield batch
             return
-        for path in paths:
-            met = problems.setdefault(path, [])
-
-            def fatal(exc: InputError, met: list[InputError] = met) -> None:
-                met[:] = [exc]  # as one process: the fatal error alone
-
-            for batch in record_batches([path], columns, on_error=met.append,
-                                        on_fatal=fatal):
-                crew.check()
-                yield batch
+        for batch in _coalesced(_each_file(paths, columns, problems)):
+            crew.check()
+            yield batch
         return
-    pa = require("pyarrow")
     _preload()
+    yield from _coalesced(_pooled(todo, columns, jobs, crew, problems))
+
+
+def _each_file(paths: list[str], columns: list[str] | None,
+               problems: dict[str, list[InputError]]) -> Iterator[Any]:
+    """The rows of ``paths`` in one process, each file's input errors kept in
+    ``problems`` as they are met."""
+    for path in paths:
+        met = problems.setdefault(path, [])
+
+        def fatal(exc: InputError, met: list[InputError] = met) -> None:
+            met[:] = [exc]  # as one process: the fatal error alone
+
+        yield from record_batches([path], columns, on_error=met.append, on_fatal=fatal)
+
+
+def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew,
+            problems: dict[str, list[InputError]] | None) -> Iterator[Any]:
+    """The rows of the parts ``todo`` decoded by a pool of ``jobs`` workers, with the
+    errors of one process (see :func:`batches`)."""
+    pa = require("pyarrow")
     met: list[str] = []  # the problems of the file being read
     seen: set[str] = set()
     with _Pool(todo, columns, jobs, crew) as pool:
@@ -159,28 +200,79 @@ def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
                 raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
             if report.error:
                 raise OutputError(report.error)
-            # a later part of a file meets the file's open-time problems again: once each
-            fresh = [m for m in report.problems if m not in seen]
-            seen.update(fresh)
-            met += fresh
-            if problems is not None:  # kept before the rows: the consumer may stop there
-                problems.setdefault(head.path, []).extend(InputError(m) for m in fresh)
-                if report.fatal:  # as one process: the fatal error, not the problems before
-                    problems[head.path] = [InputError(report.fatal)]
             out = pool.output(head)
-            if out is not None:
-                with out:
-                    yield from pa.ipc.open_stream(out)
-            if report.fatal:
-                if problems is None:
-                    raise InputError(report.fatal)
-                if not head.last:
-                    pool.skip_file()
-            elif head.last and met and problems is None:
-                raise combined([InputError(m) for m in met])
-            if report.fatal or head.last:
-                met.clear()
-                seen.clear()
+            with out or contextlib.nullcontext():
+                rows = _Rows(pa.ipc.open_stream(out) if out is not None else iter(()))
+                for entry in map(lambda f: _FileReport(**f), report.files):
+                    last = head.last or len(head.paths) > 1  # (a run's files are whole)
+                    # a later part of a file meets its open-time problems again: once each
+                    fresh = [m for m in entry.problems if m not in seen]
+                    seen.update(fresh)
+                    met += fresh
+                    if problems is not None:  # kept before the rows: the consumer may
+                        # stop there
+                        problems.setdefault(entry.path, []).extend(map(InputError, fresh))
+                        if entry.fatal:  # as one process: the fatal error alone
+                            problems[entry.path] = [InputError(entry.fatal)]
+                    yield from rows.take(entry.rows)
+                    if entry.fatal:
+                        if problems is None:
+                            raise InputError(entry.fatal)
+                        if not last:
+                            pool.skip_file()
+                    elif last and met and problems is None:
+                        raise combined([InputError(m) for m in met])
+                    if entry.fatal or last:
+                        met.clear()
+                        seen.clear()
+
+
+class _Rows:
+    """Record batches, taken a number of rows at a time."""
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        self.batches = iter(batches)
+        self.rest: Any = None
+
+    def take(self, n: int) -> Iterator[Any]:
+        while n > 0:
+            batch = self.rest if self.rest is not None else next(self.batches, None)
+            if batch is None:
+                return
+            self.rest = batch.slice(n) if batch.num_rows > n else None
+            yield batch.slice(0, n) if batch.num_rows > n else batch
+            n -= min(n, batch.num_rows)
+
+
+def _coalesced(batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches`` with runs of small ones joined, up to BATCH_ROWS rows (the rows of
+    small files come a few at a time, and each batch costs its consumer); those held
+    are yielded before an input error is raised."""
+    pa = require("pyarrow")
+    held: list[Any] = []
+    rows = 0
+    try:
+        for batch in batches:
+            if not held and batch.num_rows >= BATCH_ROWS:
+                yield batch
+                continue
+            held.append(batch)
+            rows += batch.num_rows
+            if rows >= BATCH_ROWS:
+                yield _joined(pa, held)
+                held, rows = [], 0
+    except InputError:
+        if held:
+            yield _joined(pa, held)
+        raise
+    if held:
+        yield _joined(pa, held)
+
+
+def _joined(pa: Any, batches: list[Any]) -> Any:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def _preload() -> None:
@@ -340,8 +432,9 @@ class _Pool:
 
 def _worker(todo: list[_Part], index: int | None, columns: list[str] | None,
             directory: str, report_file: BinaryIO) -> None:
-    """Decode the parts given, each into its file as an Arrow IPC stream, and report
-    on each; exit when the owner is gone or stops it."""
+    """Decode the parts given, each into its file as an Arrow IPC stream (the rows of a
+    run of small files joined in batches of up to BATCH_ROWS), and report on each; exit
+    when the owner is gone or stops it."""
     try:
         workers.default_signals()
         workers.release()
@@ -353,19 +446,14 @@ def _worker(todo: list[_Part], index: int | None, columns: list[str] | None,
         p = todo[index]
         report = _Report()
         try:
-            problems: list[InputError] = []
             writer = None
             with open(os.path.join(directory, str(index)), "xb") as out:
-                try:
-                    for batch in record_batches([p.path], columns, p.part, problems.append):
-                        if writer is None:
-                            writer = pa.ipc.new_stream(out, batch.schema)
-                        writer.write_batch(batch)
-                except InputError as exc:
-                    report.fatal = str(exc)
+                for batch in _coalesced(_decoded(p, columns, report)):
+                    if writer is None:
+                        writer = pa.ipc.new_stream(out, batch.schema)
+                    writer.write_batch(batch)
                 if writer is not None:
                     writer.close()
-            report.problems = [str(e) for e in problems]
         except OSError as exc:  # ENOSPC, EFBIG on its part's file (Arrow's own text too)
             report.error = part_file_error(exc)
         except BaseException as exc:  # noqa: BLE001 - the caller reports it
@@ -375,6 +463,22 @@ def _worker(todo: list[_Part], index: int | None, columns: list[str] | None,
             return  # (the caller ends the decode)
         task = workers.done()
         index = None if task is None else _TASK.unpack(task)[0]
+
+
+def _decoded(p: _Part, columns: list[str] | None, report: _Report) -> Iterator[Any]:
+    """The rows of ``p``'s files in turn, each file's rows and problems in ``report``
+    (a fatal error ends its file; the next one follows)."""
+    for path in p.paths:
+        entry = _FileReport(path)
+        problems: list[InputError] = []
+        try:
+            for batch in record_batches([path], columns, p.part, problems.append):
+                entry.rows += batch.num_rows
+                yield batch
+        except InputError as exc:
+            entry.fatal = str(exc)
+        entry.problems = [str(e) for e in problems]
+        report.files.append(dataclasses.asdict(entry))
 
 
 def _write_report(f: BinaryIO, report: _Report) -> None:
@@ -447,17 +551,19 @@ def write_parquet(paths: list[str], out: Any, jobs: int = 1,
     without it the first input error raises, after the rows before it are written."""
     pa = require("pyarrow")
     pq = require("pyarrow.parquet")
-    rows = 0
+    rows = grouped = 0
     group: list[Any] = []
     with pq.ParquetWriter(out, schema()) as writer, _flushing(writer, group):
         for batch in batches(paths, None, jobs, problems=problems):
             group.append(batch)
             rows += batch.num_rows
-            if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
+            grouped += batch.num_rows
+            if grouped >= ROW_GROUP_ROWS:
                 table = pa.Table.from_batches(group)
                 writer.write_table(table.slice(0, ROW_GROUP_ROWS))
                 group[:] = table.slice(ROW_GROUP_ROWS).to_batches()  # (a part's last
                 # batch is short: groups stay exact)
+                grouped -= ROW_GROUP_ROWS
     return rows
 
 

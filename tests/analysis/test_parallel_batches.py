@@ -49,7 +49,7 @@ def test_same_rows_in_the_same_order(big, jobs):
     paths = [str(REPO / "examples" / "sched.data"), str(big),
              str(REPO / "tests" / "data" / "sched-pipe.data"),
              str(REPO / "examples" / "eventheader.data")]
-    assert len(parts(paths, jobs)) > len(paths)  # the big file is cut
+    assert any(p.part for p in parts(paths, jobs))  # the big file is cut
     assert collect(paths, jobs) == collect(paths, 1)
     assert collect(paths, jobs, ["provider", "cpu"]) == collect(paths, 1, ["provider", "cpu"])
 
@@ -64,12 +64,46 @@ def test_many_files_take_n_workers_not_one_each(monkeypatch):
     forks = []
     fork = workers.fork
     monkeypatch.setattr(workers, "fork", lambda *a, **k: forks.append(1) or fork(*a, **k))
+    monkeypatch.setattr(parallel, "RUN_FILES", 1)  # a part per file
     paths = [str(REPO / "examples" / name) for name in ("sched.data", "eventheader.data")] * 9
     assert len(parallel.parts(paths, 2)) == 18
     assert collect(paths, 2) == collect(paths, 1)
     assert len(forks) == 2
     assert collect(paths, 3, ["event"]) == collect(paths, 1, ["event"])
     assert len(forks) == 2 + 3
+
+
+def test_small_files_go_to_a_worker_several_at_a_time(big, tmp_path):
+    """Runs of small whole files: fewer parts (each costs ~1 ms of its own), the rows
+    joined into batches, and the rows, their order and the errors of one process, also
+    when a file of a run is missing, cut or damaged."""
+    from ehtool.analysis.parallel import batches, parts
+
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(golden_path("linuxtracepoints/perf.data").read_bytes()[:100000])
+    damaged = _damaged(big, tmp_path, 2)  # (big: alone, in parts)
+    small = [str(REPO / "examples" / name) for name in ("sched.data", "eventheader.data")]
+    fine = small * 20 + [str(big)] + small * 20
+    runs = parts(fine, 2)
+    assert 4 < len(runs) < 20 and max(len(p.paths) for p in runs) > 4
+    assert [path for p in runs for path in p.paths if p.part is None or p.part[0] == 0] == fine
+    rows, error = collect(fine, 2)
+    assert error is None and (rows, error) == collect(fine, 1)
+    assert len(rows) == 40 * (35 + 3) + 20000
+    assert sum(1 for b in batches(small * 40, ["cpu"], 2)) == 1  # (1,520 rows, joined)
+    for bad in (str(cut), str(tmp_path / "missing.data"), str(damaged)):
+        paths = small * 10 + [bad] + small * 10
+        assert collect(paths, 2) == collect(paths, 1), bad
+        assert collect(paths, 3)[1] is not None
+
+        def run(j: int, paths=paths) -> tuple[list[dict], dict[str, list[str]]]:
+            problems: dict = {}
+            rows = [r for b in batches(paths, ["cpu", "event"], j, problems=problems)
+                    for r in b.to_pylist()]
+            return rows, {p: [str(e) for e in v] for p, v in problems.items() if v}
+
+        assert run(2) == run(1), bad
+        assert list(run(2)[1]) == [bad]
 
 
 def _damaged(big: Path, tmp_path: Path, seed: int) -> Path:
