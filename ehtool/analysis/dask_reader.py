@@ -11,6 +11,7 @@ from typing import Any
 from ehtool.analysis.arrow import record_batches, require, schema
 from ehtool.analysis.parallel import partitions
 from ehtool.errors import InputError
+from ehtool.perfdata.finding import recordings_under
 
 #: a file-mode file with more data than this is read as several partitions, cut at
 #: FINISHED_ROUND records (as ``ehtool decode -j N`` cuts a file)
@@ -43,11 +44,18 @@ def _inputs(paths: Any) -> list[str]:
 
 
 def _expand(paths: list[str]) -> list[str]:
-    """Globs, paths and fsspec URLs (globs too: ``s3://bucket/traces/*.data``) -> paths;
+    """Globs, paths, directories (the perf.data files under them, as the CLI takes
+    them) and fsspec URLs (globs too: ``s3://bucket/traces/*.data``) -> paths;
     a glob that matches nothing is a FileNotFoundError now, not at the computation (a
     path without glob characters, or one that exists as written, is kept as it is)."""
     out: list[str] = []
     for item in paths:
+        if "://" not in item and os.path.isdir(item):  # its recordings, as the CLI's
+            found = recordings_under(item, _raise)
+            if not found:
+                raise FileNotFoundError(f"no recordings under {item!r}")
+            out.extend(found)
+            continue
         if not globbing.has_magic(item):
             out.append(item)
             continue
@@ -58,6 +66,10 @@ def _expand(paths: list[str]) -> list[str]:
             raise FileNotFoundError(f"no recordings match {item!r}")
         out.extend(matched)
     return out
+
+
+def _raise(exc: OSError) -> None:
+    raise exc  # (a directory that cannot be listed: its recordings are not left out)
 
 
 def _expand_url(url: str) -> list[str]:
@@ -175,8 +187,9 @@ class InputWarning(UserWarning):
 def read_perfdata(paths: str | os.PathLike | list[str | os.PathLike],
                   columns: str | list[str] | None = None,
                   partition_bytes: int = PARTITION_BYTES, errors: str = "raise") -> Any:
-    """A Dask DataFrame of the events of ``paths`` (a glob, a path, an ``os.PathLike``,
-    fsspec URLs such as ``s3://bucket/traces/*.data``, or a list of them) with the
+    """A Dask DataFrame of the events of ``paths`` (a glob, a path, an ``os.PathLike``, a
+    directory for the perf.data files under it, fsspec URLs such as
+    ``s3://bucket/traces/*.data``, or a list of them) with the
     columns of ``ehtool decode --format parquet``, or ``columns`` of them (a list of
     names, or one name for a one-column DataFrame; an unknown name is a ValueError that
     lists the columns).

@@ -4,12 +4,12 @@ input (``-``), and directories, each of which stands for the perf.data files und
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 
 import click
 
 from ehtool.errors import InputError
+from ehtool.perfdata.finding import recordings_under
 
 
 def expand(inputs: Iterable[str]) -> tuple[str, ...]:
@@ -25,7 +25,7 @@ def expand(inputs: Iterable[str]) -> tuple[str, ...]:
         if path == "-" or not os.path.isdir(path):
             out.append(path)
             continue
-        found = sorted(_recordings_under(path))
+        found = recordings_under(path, _unreadable)
         if not found:
             empty.append(path)
         out += found
@@ -37,22 +37,5 @@ def expand(inputs: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _recordings_under(top: str) -> Iterable[str]:
-    from ehtool.perfdata.grammar import MAGIC, MAGIC_BE
-
-    def unreadable(exc: OSError) -> None:
-        raise InputError(f"cannot read this directory: {exc.strerror or exc}",
-                         exc.filename or top)
-
-    for folder, _dirs, names in os.walk(top, onerror=unreadable):
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block)
-                    continue
-                with open(path, "rb") as f:
-                    if f.read(len(MAGIC)) not in (MAGIC, MAGIC_BE):
-                        continue
-            except OSError:
-                pass  # (kept: its error is reported where it is read)
-            yield path
+def _unreadable(exc: OSError) -> None:
+    raise InputError(f"cannot read this directory: {exc.strerror or exc}", exc.filename)

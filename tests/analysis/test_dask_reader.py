@@ -231,3 +231,22 @@ def test_an_object_store_error_that_is_not_an_oserror_is_an_input_error(tmp_path
         assert len(read_perfdata([url, str(SCHED)], errors="warn")) == 35
     assert [str(w.message) for w in warned if issubclass(w.category, InputWarning)] == [
         f"ehtool: {url}: cannot open: NoCredentials: Unable to locate credentials"]
+
+
+def test_a_directory_is_the_recordings_under_it(tmp_path):
+    """As the command line takes it: the perf.data files at any depth, in path order,
+    told by their magic; none is a FileNotFoundError."""
+    import shutil
+
+    (tmp_path / "host-a" / "deep").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    shutil.copy(SCHED, tmp_path / "host-a" / "deep" / "perf.data.2026112700")
+    shutil.copy(SCHED, tmp_path / "host-a" / "b.data")
+    (tmp_path / "host-a" / "b.json").write_text("{}")
+    df = read_perfdata(tmp_path, columns="file")
+    assert df.npartitions == 2
+    assert sorted(set(df.compute()["file"])) == [str(tmp_path / "host-a" / "b.data"),
+                                                 str(tmp_path / "host-a" / "deep" /
+                                                     "perf.data.2026112700")]
+    with pytest.raises(FileNotFoundError, match="no recordings under"):
+        read_perfdata(tmp_path / "empty")

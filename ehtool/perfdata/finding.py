@@ -1,0 +1,33 @@
+"""The perf.data files under a directory, told by their magic, not their names (perf's
+``--switch-output`` writes ``perf.data.<timestamp>``; a decode's ``out.json`` may sit
+beside them)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+
+from ehtool.perfdata.grammar import MAGIC, MAGIC_BE
+
+
+def recordings_under(top: str, unreadable: Callable[[OSError], None]) -> list[str]:
+    """The regular files under ``top``, at any depth, that start with the perf.data
+    magic, in path order; a file that cannot be read is kept (its error is reported
+    where it is read). ``unreadable(exc)`` is called for a directory that cannot be
+    listed (raise there: its recordings would be left out in silence). FIFOs are not
+    opened, symbolic links to directories not followed."""
+    found: list[str] = []
+    for folder, _dirs, names in os.walk(top, onerror=unreadable):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block)
+                    continue
+                with open(path, "rb") as f:
+                    if f.read(len(MAGIC)) not in (MAGIC, MAGIC_BE):
+                        continue
+            except OSError:
+                pass
+            found.append(path)
+    return sorted(found)
