@@ -533,6 +533,16 @@ class Source:
         killed, and the consumer's next batch raises."""
         self.crew.stop()
 
+    def close(self) -> None:
+        """End the batches once the consumer is done with them (a LIMIT stops it with
+        parts done and not read, and DuckDB keeps the reader past the statement): the
+        workers are stopped and their files removed now, not when the reader is freed,
+        which an exit through ``os._exit`` never does."""
+        try:
+            self.batches.close()
+        except ValueError:  # (being pulled on another thread: stop its workers at least)
+            self.crew.stop()
+
     def reader(self) -> Any:
         """A ``pyarrow.RecordBatchReader`` over the batches."""
         pa = require("pyarrow")

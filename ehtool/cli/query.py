@@ -151,10 +151,20 @@ def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format
     """:func:`_statement` once, over a view of a stream of ``columns`` or (``materialize``)
     a temporary table 'events' that holds them."""
     from ehtool.analysis.parallel import Source
-    from ehtool.cli.signals import interrupting
-    from ehtool.errors import UsageError
 
     source = Source(paths, columns, jobs)
+    try:
+        return _consumed(duckdb, con, statement, out_format, columns, materialize, source)
+    finally:  # (DuckDB holds the reader past the statement)
+        source.close()
+
+
+def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
+              columns: list[str] | None, materialize: bool, source: Any
+              ) -> dict[str, list]:
+    """:func:`_attempt` over ``source``."""
+    from ehtool.cli.signals import interrupting
+    from ehtool.errors import UsageError
 
     def interrupt() -> None:  # from the signal watcher's thread
         source.stop()

@@ -403,3 +403,27 @@ def test_a_worker_killed_by_sigkill_exits_137(big, argv):
             for pid in _running_with(str(big)):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 128 + signal.SIGKILL, err
+
+
+def test_query_leaves_no_part_files_when_it_exits_1(big, tmp_path):
+    """A LIMIT stops the query with parts done and not read; an input error then exits 1
+    (through os._exit, no teardown): the statement's workers and their directory must be
+    gone all the same (the pool was left suspended in DuckDB's reader: its directory of
+    part files stayed in $TMPDIR)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("duckdb")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    paths = [str(tmp_path / "missing.data"), str(REPO / "examples" / "sched.data"),
+             *[str(big)] * 4]
+    done = subprocess.run([sys.executable, "-m", "ehtool", "query", "-j", "2", "--format",
+                           "csv", "select cpu from events limit 3", *paths],
+                          capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, TMPDIR=str(temp)))
+    assert done.returncode == 1, done.stderr
+    assert len(done.stdout.splitlines()) == 4
+    assert "missing.data" in done.stderr
+    assert list(temp.iterdir()) == []
