@@ -66,9 +66,13 @@ class _Report:
 class _FileReport:
     path: str
     rows: int = 0
-    problems: list[str] = field(default_factory=list)
-    #: an error that ended the file (its rows are those before it)
+    #: (message, row): each problem and the rows of the part before the batch that met
+    #: it (the caller keeps it before it hands on those rows, as one process would)
+    problems: list[tuple[str, int]] = field(default_factory=list)
+    #: an error that ended the file (its rows are those before it), and the rows before
+    #: its last batch (one process keeps the error before that batch)
     fatal: str | None = None
+    fatal_row: int = 0
 
 
 def partitions(files: list[str], partition_bytes: int
@@ -205,16 +209,25 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
                 rows = _Rows(pa.ipc.open_stream(out) if out is not None else iter(()))
                 for entry in map(lambda f: _FileReport(**f), report.files):
                     last = head.last or len(head.paths) > 1  # (a run's files are whole)
-                    # a later part of a file meets its open-time problems again: once each
-                    fresh = [m for m in entry.problems if m not in seen]
-                    seen.update(fresh)
-                    met += fresh
-                    if problems is not None:  # kept before the rows: the consumer may
-                        # stop there
-                        problems.setdefault(entry.path, []).extend(map(InputError, fresh))
-                        if entry.fatal:  # as one process: the fatal error alone
-                            problems[entry.path] = [InputError(entry.fatal)]
-                    yield from rows.take(entry.rows)
+                    done = 0  # rows handed on
+                    if problems is not None:
+                        problems.setdefault(entry.path, [])
+                    for message, row in [*entry.problems, (None, entry.fatal_row)]:
+                        if problems is not None:  # kept before the rows from where it was
+                            # met: the consumer may stop before them (a LIMIT)
+                            yield from rows.take(row - done)
+                            done = max(done, row)
+                        if message is None:
+                            break
+                        if message in seen:  # a later part of a file meets its
+                            continue  # open-time problems again: once each
+                        seen.add(message)
+                        met.append(message)
+                        if problems is not None:
+                            problems[entry.path].append(InputError(message))
+                    if entry.fatal and problems is not None:  # as one process: the fatal
+                        problems[entry.path] = [InputError(entry.fatal)]  # error alone
+                    yield from rows.take(entry.rows - done)
                     if entry.fatal:
                         if problems is None:
                             raise InputError(entry.fatal)
@@ -468,16 +481,22 @@ def _worker(todo: list[_Part], index: int | None, columns: list[str] | None,
 def _decoded(p: _Part, columns: list[str] | None, report: _Report) -> Iterator[Any]:
     """The rows of ``p``'s files in turn, each file's rows and problems in ``report``
     (a fatal error ends its file; the next one follows)."""
+    owner = os.getppid()
     for path in p.paths:
         entry = _FileReport(path)
         problems: list[InputError] = []
         try:
             for batch in record_batches([path], columns, p.part, problems.append):
+                entry.problems += [(str(e), entry.rows) for e in problems]
+                problems.clear()
+                entry.fatal_row = entry.rows
                 entry.rows += batch.num_rows
+                if os.getppid() != owner:  # the owner is gone (SIGKILL): nobody reads it
+                    os._exit(0)
                 yield batch
         except InputError as exc:
             entry.fatal = str(exc)
-        entry.problems = [str(e) for e in problems]
+        entry.problems += [(str(e), entry.rows) for e in problems]
         report.files.append(dataclasses.asdict(entry))
 
 

@@ -427,3 +427,69 @@ def test_query_leaves_no_part_files_when_it_exits_1(big, tmp_path):
     assert len(done.stdout.splitlines()) == 4
     assert "missing.data" in done.stderr
     assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_problem_past_where_the_consumer_stopped_is_not_kept(big, tmp_path, jobs):
+    """A LIMIT that stops before the damaged records: no problem, as one process
+    (a worker's problems were all kept before its part's first rows: query -j 2
+    "... limit 5" exited 1 where -j 1 exited 0)."""
+    from ehtool.analysis.parallel import batches
+
+    damaged = str(_damaged(big, tmp_path, 3))  # (the damage is past a third of it)
+    problems: dict = {}
+    stream = batches([damaged, str(REPO / "examples" / "sched.data")], ["cpu"], jobs,
+                     problems=problems)
+    assert next(stream).num_rows == 4096
+    stream.close()
+    assert not any(problems.values())
+    rows = sum(b.num_rows for b in batches([damaged], ["cpu"], jobs, problems=problems))
+    assert rows == 20000 - 3 and len(problems[damaged]) == 3
+
+
+def test_workers_stop_soon_after_their_owner_is_killed(tmp_path):
+    """SIGKILL of the owner (the OOM killer's signal): its workers end at their next
+    batch instead of decoding their parts to the end for nobody (~3 s here; a part
+    may be 1/N of a big input)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ehtool.perfdata.writer import replay_samples
+
+    big = tmp_path / "150k.data"  # (three parts of ~3 s: every column)
+    replay_samples(str(golden_path("linuxtracepoints/perf.data")), str(big), 150000,
+                   attr_size=128)
+    script = ("import sys, time\n"
+              "from ehtool.analysis.parallel import batches\n"
+              "it = batches(sys.argv[1:], None, 2)\n"
+              "next(it)\n"
+              "print('ready', flush=True)\n"
+              "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, *[str(big)] * 3], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        workers = _children(proc.pid)
+        assert workers
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and any(map(_alive, workers)):
+            time.sleep(0.02)
+        assert not any(map(_alive, workers))
+    finally:
+        proc.kill()
+        for pid in _running_with(str(big)):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, and not a zombie nobody reaps yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
