@@ -75,11 +75,25 @@ class ExternalError(EhtoolError):
 
 
 class SignalExit(SystemExit):
-    """A terminating signal (SIGTERM, SIGHUP...) ends the command: exit status 128+N."""
+    """A terminating signal (SIGTERM, SIGHUP...) ends the command: exit status 128+N;
+    ``message``, when the user should be told why (the command line writes it)."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, message: str | None = None) -> None:
         super().__init__(128 + signum)
         self.signum = signum
+        self.message = message
+
+
+def worker_signal(signum: int) -> SignalExit:
+    """A signal that ended a worker process ends the command as that signal would; one
+    that only the worker got (SIGKILL: the kernel's out-of-memory killer sends it, a
+    terminal never does) is said, or the exit status would be all there is of it."""
+    import signal
+
+    message = None
+    if signum == signal.SIGKILL:
+        message = "a decoding worker was killed by SIGKILL (out of memory?)"
+    return SignalExit(signum, message)
 
 
 #: how messages and outputs name standard input (given as ``-``)

@@ -32,9 +32,9 @@ from ehtool.errors import (
     EhtoolError,
     InputError,
     OutputError,
-    SignalExit,
     combined,
     part_file_error,
+    worker_signal,
 )
 from ehtool.workers import Worker
 
@@ -199,7 +199,7 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
             report = head.report
             assert report is not None
             if report.signal:
-                raise SignalExit(report.signal)
+                raise worker_signal(report.signal)
             if report.internal:
                 raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
             if report.error:
@@ -417,7 +417,7 @@ class _Pool:
             self._drop(m)
             status = m.worker.status or 0
             if os.WIFSIGNALED(status):
-                raise SignalExit(os.WTERMSIG(status)) from None
+                raise worker_signal(os.WTERMSIG(status)) from None
             raise EhtoolError("a decoding worker ended between two parts "
                               f"(wait status {status})") from None
         m.part = p

@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
         _running = False
         leave(130)
     except SystemExit as exc:
+        if getattr(exc, "message", None):  # (SignalExit: a worker's signal)
+            _error(f"ehtool: error: {exc.message}")  # type: ignore[attr-defined]
         if isinstance(exc.code, int):
             _running = False
             leave(exc.code)

@@ -43,9 +43,9 @@ from ehtool.errors import (
     EhtoolError,
     InputError,
     OutputError,
-    SignalExit,
     output_error,
     part_file_error,
+    worker_signal,
 )
 from ehtool.workers import Worker
 
@@ -86,7 +86,7 @@ class WorkerReport:
             return cls(**orjson.loads(f.read()))
         except (ValueError, TypeError):
             if status is not None and os.WIFSIGNALED(status):  # (SIGKILL: the OOM killer)
-                raise SignalExit(os.WTERMSIG(status)) from None
+                raise worker_signal(os.WTERMSIG(status)) from None
             raise EhtoolError(f"a decoding worker died (wait status {status})") from None
 
     def write(self, f: IO[bytes]) -> None:
@@ -134,7 +134,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
         for out, report_file in zip(outs, reports, strict=True):
             report = WorkerReport.read(report_file, status)
             if report.signal:
-                raise SignalExit(report.signal)
+                raise worker_signal(report.signal)
             if report.internal:
                 raise EhtoolError(report.internal)
             if report.output_error:
@@ -376,7 +376,7 @@ def _check(report: WorkerReport) -> None:
     """Raise what ended a file worker's task early: a signal, an internal error, the
     output's reader gone (EPIPE), an output error."""
     if report.signal:
-        raise SignalExit(report.signal)
+        raise worker_signal(report.signal)
     if report.internal:
         raise EhtoolError(report.internal)
     if report.broken_pipe:

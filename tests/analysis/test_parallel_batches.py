@@ -379,7 +379,7 @@ def test_with_problems_every_file_is_read_and_its_errors_kept(big, tmp_path, job
 def test_a_worker_killed_by_sigkill_exits_137(big, argv):
     """A worker ended by SIGKILL (the OOM killer's signal) ends the command as 128+9,
     as any signal that reaches a worker does (decode said 'a decoding worker died',
-    exit 1)."""
+    exit 1), and says so (no terminal sends SIGKILL: 137 alone told nothing)."""
     import os
     import signal
     import subprocess
@@ -403,6 +403,7 @@ def test_a_worker_killed_by_sigkill_exits_137(big, argv):
             for pid in _running_with(str(big)):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 128 + signal.SIGKILL, err
+    assert err == "ehtool: error: a decoding worker was killed by SIGKILL (out of memory?)\n"
 
 
 def test_query_leaves_no_part_files_when_it_exits_1(big, tmp_path):
