@@ -107,13 +107,14 @@ RUN_FILES = 64
 
 def parts(paths: list[str], jobs: int) -> list[_Part]:
     """The parts of ``paths`` for ``jobs`` processes."""
-    total = sum(_size(p) for p in paths)
+    sizes = {p: _size(p) for p in paths}
+    total = sum(sizes[p] for p in paths)
     per_part = max(PART_MIN_BYTES, total // max(1, jobs))
     run_bytes = min(RUN_BYTES, total // max(1, 8 * jobs))
     out: list[_Part] = []
     run_size = 0
     for path, part in partitions(paths, per_part):
-        size = _size(path)
+        size = sizes[path]
         if (part is None and out and out[-1].part is None and len(out[-1].paths) < RUN_FILES
                 and run_size + size <= run_bytes):
             out[-1].paths.append(path)
@@ -207,27 +208,9 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
             out = pool.output(head)
             with out or contextlib.nullcontext():
                 rows = _Rows(pa.ipc.open_stream(out) if out is not None else iter(()))
-                for entry in map(lambda f: _FileReport(**f), report.files):
+                for entry in (_FileReport(**f) for f in report.files):
                     last = head.last or len(head.paths) > 1  # (a run's files are whole)
-                    done = 0  # rows handed on
-                    if problems is not None:
-                        problems.setdefault(entry.path, [])
-                    for message, row in [*entry.problems, (None, entry.fatal_row)]:
-                        if problems is not None:  # kept before the rows from where it was
-                            # met: the consumer may stop before them (a LIMIT)
-                            yield from rows.take(row - done)
-                            done = max(done, row)
-                        if message is None:
-                            break
-                        if message in seen:  # a later part of a file meets its
-                            continue  # open-time problems again: once each
-                        seen.add(message)
-                        met.append(message)
-                        if problems is not None:
-                            problems[entry.path].append(InputError(message))
-                    if entry.fatal and problems is not None:  # as one process: the fatal
-                        problems[entry.path] = [InputError(entry.fatal)]  # error alone
-                    yield from rows.take(entry.rows - done)
+                    yield from _file_rows(entry, rows, met, seen, problems)
                     if entry.fatal:
                         if problems is None:
                             raise InputError(entry.fatal)
@@ -238,6 +221,31 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
                     if entry.fatal or last:
                         met.clear()
                         seen.clear()
+
+
+def _file_rows(entry: _FileReport, rows: _Rows, met: list[str], seen: set[str],
+               problems: dict[str, list[InputError]] | None) -> Iterator[Any]:
+    """The rows of one file of a part; its problems noted in ``met`` once each (``seen``)
+    and, with ``problems``, kept there before the rows from where each was met (the
+    consumer may stop before them: a LIMIT), the fatal error alone as one process."""
+    done = 0  # rows handed on
+    if problems is not None:
+        problems.setdefault(entry.path, [])
+    for message, row in [*entry.problems, (None, entry.fatal_row)]:
+        if problems is not None:
+            yield from rows.take(row - done)
+            done = max(done, row)
+        if message is None:
+            break
+        if message in seen:  # a later part of a file meets its open-time problems again
+            continue
+        seen.add(message)
+        met.append(message)
+        if problems is not None:
+            problems[entry.path].append(InputError(message))
+    if entry.fatal and problems is not None:
+        problems[entry.path] = [InputError(entry.fatal)]
+    yield from rows.take(entry.rows - done)
 
 
 class _Rows:

@@ -80,10 +80,10 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
                                "statement may read 'events'")
     # SIGTERM/SIGHUP: exit 128+N (see _statement for the time DuckDB runs)
     with exit_on_signals():
-        problems, unreadable = _probed(inputs)
-        if unreadable >= set(inputs):  # nothing to query
+        problems = _probed(inputs)  # (the inputs that cannot be read)
+        if set(problems) >= set(inputs):  # nothing to query
             report(inputs, [problems])
-        paths = [p for p in inputs if p not in unreadable]
+        paths = [p for p in inputs if p not in problems]
         out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
         met = [problems]
         for statement in statements:
@@ -209,7 +209,7 @@ def _reads_events(sql: str) -> bool:
     return re.search(r"\bevents\b", sql, re.IGNORECASE) is not None
 
 
-def _probed(inputs: tuple[str, ...]) -> tuple[dict[str, list], set[str]]:
+def _probed(inputs: tuple[str, ...]) -> dict[str, list]:
     """Before the query: the inputs that cannot be opened or are not perf.data (their
     magic), each with its error (a FIFO or standard input is not looked at)."""
     from ehtool.errors import InputError
@@ -222,7 +222,7 @@ def _probed(inputs: tuple[str, ...]) -> tuple[dict[str, list], set[str]]:
                 PerfDataFile.probe(path)
             except InputError as exc:
                 problems[path] = [exc]
-    return problems, set(problems)
+    return problems
 
 
 def _opened(inputs: list[str]) -> dict[str, list]:
