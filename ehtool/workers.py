@@ -29,7 +29,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -64,6 +64,35 @@ def ahead(jobs: int) -> int:
     written: enough to keep ``jobs`` processes busy past a slow part, few enough that
     their temporary files (and descriptors) stay bounded."""
     return 4 * jobs
+
+
+#: whole inputs go to a worker several at a time while they add up to no more than
+#: RUN_BYTES (and an eighth of all the inputs per process) and RUN_FILES: a task has a
+#: cost of its own (handed over, reported on, ~1 ms), as much as decoding a small file
+RUN_BYTES = 8 << 20
+RUN_FILES = 64
+
+
+def runs(sizes: Sequence[int | None], jobs: int, total: int | None = None) -> list[range]:
+    """Consecutive entries grouped into one task each, for ``jobs`` processes: whole
+    inputs (their size in bytes) while a run stays within RUN_BYTES, ``total // (8 *
+    jobs)`` bytes (``total``: all the inputs' bytes, by default the sum of ``sizes``)
+    and RUN_FILES; an entry whose size is None (a part of a split input) runs alone."""
+    if total is None:
+        total = sum(size for size in sizes if size is not None)
+    limit = min(RUN_BYTES, total // max(1, 8 * jobs))
+    out: list[range] = []
+    run_size = 0
+    for k, size in enumerate(sizes):
+        last = out[-1] if out else None
+        if (size is not None and last is not None and sizes[last.start] is not None
+                and len(last) < RUN_FILES and run_size + size <= limit):
+            out[-1] = range(last.start, k + 1)
+            run_size += size
+            continue
+        out.append(range(k, k + 1))
+        run_size = size or 0
+    return out
 
 
 @dataclass

@@ -98,30 +98,18 @@ def partitions(files: list[str], partition_bytes: int
     return out
 
 
-#: whole files go to a worker several at a time while they add up to no more than this
-#: (and an eighth of the input per process) and RUN_FILES: a part has a cost of its own
-#: (a task handed over, a file of rows, ~1 ms), as much as decoding a small recording
-RUN_BYTES = 8 << 20
-RUN_FILES = 64
-
-
 def parts(paths: list[str], jobs: int) -> list[_Part]:
-    """The parts of ``paths`` for ``jobs`` processes."""
+    """The parts of ``paths`` for ``jobs`` processes: a big file split, small whole files
+    several to a part (:func:`ehtool.workers.runs`)."""
     sizes = {p: _size(p) for p in paths}
     total = sum(sizes[p] for p in paths)
-    per_part = max(PART_MIN_BYTES, total // max(1, jobs))
-    run_bytes = min(RUN_BYTES, total // max(1, 8 * jobs))
+    entries = partitions(paths, max(PART_MIN_BYTES, total // max(1, jobs)))
     out: list[_Part] = []
-    run_size = 0
-    for path, part in partitions(paths, per_part):
-        size = sizes[path]
-        if (part is None and out and out[-1].part is None and len(out[-1].paths) < RUN_FILES
-                and run_size + size <= run_bytes):
-            out[-1].paths.append(path)
-            run_size += size
-            continue
-        out.append(_Part(len(out), [path], part, part is None or part[0] == part[1] - 1))
-        run_size = size
+    for run in workers.runs([sizes[path] if part is None else None for path, part in entries],
+                            jobs, total):
+        path, part = entries[run.start]
+        out.append(_Part(len(out), [entries[k][0] for k in run], part,
+                         part is None or part[0] == part[1] - 1))
     return out
 
 

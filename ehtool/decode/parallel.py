@@ -81,16 +81,26 @@ class WorkerReport:
 
     @classmethod
     def read(cls, f: IO[bytes], status: int | None = None) -> WorkerReport:
+        """The report a worker wrote into ``f``, which its wait ``status`` explains if
+        there is none."""
+        return cls.read_each(f, status)[0]
+
+    @classmethod
+    def read_each(cls, f: IO[bytes], status: int | None = None) -> list[WorkerReport]:
+        """The reports a worker wrote into ``f``, one per input of its task."""
         f.seek(0)
         try:
-            return cls(**orjson.loads(f.read()))
+            reports = [cls(**orjson.loads(line)) for line in f.read().splitlines()]
         except (ValueError, TypeError):
-            if status is not None and os.WIFSIGNALED(status):  # (SIGKILL: the OOM killer)
-                raise worker_signal(os.WTERMSIG(status)) from None
-            raise EhtoolError(f"a decoding worker died (wait status {status})") from None
+            reports = []
+        if reports:
+            return reports
+        if status is not None and os.WIFSIGNALED(status):  # (SIGKILL: the OOM killer)
+            raise worker_signal(os.WTERMSIG(status))
+        raise EhtoolError(f"a decoding worker died (wait status {status})")
 
     def write(self, f: IO[bytes]) -> None:
-        f.write(orjson.dumps(dataclasses.asdict(self)))
+        f.write(orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_APPEND_NEWLINE))
         f.flush()
 
 
@@ -270,22 +280,26 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                      decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
                      ) -> Iterator[tuple[str, WorkerReport]]:
     """Decode ``paths`` with up to ``options.jobs`` worker processes computing at a time,
-    in argument order. ``decode_one(path, options, writer)`` gives an input's batches (one
-    process: its options say jobs=1). ``writer`` must write to a file descriptor.
+    in argument order; small inputs go to a worker several at a time (a run:
+    :func:`ehtool.workers.runs`), which frames their arrays one after another.
+    ``decode_one(path, options, writer)`` gives an input's batches (one process: its
+    options say jobs=1). ``writer`` must write to a file descriptor.
 
     The calling process only directs: it forks every worker before it has decoded
     anything (a fork copies each page its child writes to, and this process's pages stay
-    few), and a worker whose input is written takes the next one instead of exiting.
-    The first input in argument order not yet written is the head: its array is opened
-    here, its worker (which has held its events: :mod:`ehtool.decode.handover`) is let
-    go to write them to the shared descriptor, and the array is closed; then this yields
-    ``(path, report)`` for the caller to report its warnings and error
-    (``report.fatal``). Meanwhile the next inputs go to free workers while fewer than N
-    compute. A worker that holds an input it has decoded counts as not computing: one
-    more is forked for the next input if the head's input looks far from decoded (at
-    the pace of the inputs decoded so far), else the input waits for the first worker
-    to be free (a new process pays page faults for all it writes to: 30-100 ms here)."""
-    pending = list(enumerate(paths))
+    few), and a worker whose run is written takes the next one instead of exiting.
+    The first run in argument order not yet written is the head: its first array is
+    opened here, its worker (which has held its events: :mod:`ehtool.decode.handover`)
+    is let go to write them to the shared descriptor, and its last array is closed;
+    then this yields ``(path, report)`` per input of the run for the caller to report
+    its warnings and error (``report.fatal``). Meanwhile the next runs go to free
+    workers while fewer than N compute. A worker that holds a run it has decoded counts
+    as not computing: one more is forked for the next run if the head looks far from
+    decoded (at the pace of the inputs decoded so far), else the run waits for the
+    first worker to be free (a new process pays page faults for all it writes to:
+    30-100 ms here)."""
+    sizes = [input_size(path) for path in paths]
+    pending = workers.runs(sizes, options.jobs)
     running: list[_Task] = []  # in argument order
     free: list[_FileWorker] = []  # done with their tasks, waiting for another
     spawned: list[_FileWorker] = []
@@ -304,16 +318,17 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                and len(running) < workers.ahead(options.jobs)):
             if not free and not _fork_pays(running, spawned, pace, options.jobs):
                 break
-            index, path = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
+            run = pending.pop(-1 if tail and len(pending) <= options.jobs else 0)
             limit = 0 if to_file else held_limit(sum(t.limit for t in running))
-            task = _TASK.pack(index, limit)
+            task = _TASK.pack(run.start, len(run), limit)
             if free:
                 proc = free.pop()
                 try:
                     workers.give(proc.worker, task)
                 except BrokenPipeError:  # it ended while it waited for a task
                     workers.stop([proc.worker])
-                    _check(proc.report(proc.worker.status))
+                    for report in proc.reports(proc.worker.status):
+                        _check(report)
                     raise EhtoolError("a decoding worker ended between two inputs "
                                       f"(wait status {proc.worker.status})") from None
             else:
@@ -324,14 +339,14 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                                                        fd, report_file), holds=True)
                     proc = _FileWorker(worker, report_file)
                     spawned.append(proc)
-            running.append(_Task(index, path, proc, limit, input_size(path)))
-            running.sort(key=lambda t: t.index)
+            running.append(_Task(run, proc, limit, sum(sizes[k] for k in run)))
+            running.sort(key=lambda t: t.inputs.start)
 
     try:
         while pending or running:
             start(tail=bool(running) and running[0].proc.worker.busy)
             head = running[0]  # (stays in running until it is done: finally stops it)
-            writer.begin_file(head.path)
+            writer.begin_file(paths[head.inputs.start])
             writer.out.flush()
             workers.let_go(head.proc.worker)
             head.released = True
@@ -341,13 +356,16 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 workers.wait_any(t.proc.worker for t in running)
             running.pop(0)
             pace.add(head)
-            report = head.proc.report(worker.status)
-            _check(report)
+            reports = head.proc.reports(worker.status)
+            writer.written([report.count for report in reports])
+            for k, report in zip(head.inputs, reports, strict=False):
+                _check(report)
+                yield paths[k], report
+            if len(reports) < len(head.inputs):  # (a report that ends the decode is last)
+                raise EhtoolError("a decoding worker reported on part of its inputs")
             if worker.running:
                 free.append(head.proc)
-            writer.written(report.count)
             writer.end_file()
-            yield head.path, report
     except BaseException:  # a signal, an error: into a file, the output stays valid JSON
         if to_file and running and running[0].released:
             _stop_writing(running[0].proc.worker)
@@ -436,9 +454,9 @@ def input_size(path: str) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-#: a file worker's task: the index of its input in ``paths``, and the bytes it may keep
-#: in memory until it is let go
-_TASK = struct.Struct("<QQ")
+#: a file worker's task: the index in ``paths`` of its first input, how many, and the
+#: bytes it may keep in memory until it is let go
+_TASK = struct.Struct("<QQQ")
 
 
 @dataclass
@@ -448,10 +466,11 @@ class _FileWorker:
     worker: Worker
     report_file: BinaryIO
 
-    def report(self, status: int | None) -> WorkerReport:
-        """Its report on the task it is done with (emptied for the next)."""
+    def reports(self, status: int | None) -> list[WorkerReport]:
+        """Its reports on the task it is done with, one per input (emptied for the
+        next)."""
         try:
-            return WorkerReport.read(self.report_file, status)
+            return WorkerReport.read_each(self.report_file, status)
         finally:
             self.report_file.seek(0)
             self.report_file.truncate()
@@ -459,14 +478,13 @@ class _FileWorker:
 
 @dataclass
 class _Task:
-    """An input given to a file worker: its place among the inputs, and what the
+    """Inputs given to a file worker: their places among the inputs, and what the
     worker may keep in memory until it is let go."""
 
-    index: int
-    path: str
+    inputs: range
     proc: _FileWorker
     limit: int
-    #: its input's size in bytes (0: unknown)
+    #: its inputs' size in bytes (0: unknown)
     size: int
     #: when it was given (``time.monotonic()``)
     started: float = field(default_factory=time.monotonic)
@@ -486,24 +504,29 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
                  writer: EventsWriter,
                  decode_one: Callable[[str, DecodeOptions, EventsWriter], Iterator[Batch]],
                  fd: int, report_file: BinaryIO) -> None:
-    """Decode inputs as the caller gives them: each one's events held until it is let
-    go, then written to ``fd`` (framed as the array's whole content); its report into
-    ``report_file``. Exit when the caller is gone or stops it, or after a task that
-    ends the decode."""
+    """Decode runs of inputs as the caller gives them: their events held until it lets
+    this go, then written to ``fd`` (framed as the first array's content, and the arrays
+    of the others after it); a report per input into ``report_file``. Exit when the
+    caller is gone or stops it, or after a task that ends the decode."""
     spare: list = []  # held memory, mapped and written once, for the next task
     while task is not None:
-        index, limit = _TASK.unpack(task)
-        report = WorkerReport(started=True)
+        first, count, limit = _TASK.unpack(task)
+        reports: list[WorkerReport] = []
         held: HeldOutput | None = None
         try:
             workers.release()  # (held since the fork)
-            one = dataclasses.replace(options, jobs=1, progress=None,
-                                      warn=report.warnings.append)
             held = HeldOutput(fd, limit, spare)
-            _write_part(decode_one(paths[index], one, writer),
-                        writer.continuation(held, first=True), report)
+            sub = writer.continuation(held, first=True)
+            for index in range(first, first + count):
+                report = WorkerReport(started=True)
+                reports.append(report)
+                if index > first:
+                    sub.next_file(paths[index])
+                one = dataclasses.replace(options, jobs=1, progress=None,
+                                          warn=report.warnings.append)
+                _write_part(decode_one(paths[index], one, writer), sub, report)
             if options.selection is not None:
-                report.selection = options.selection.report()
+                reports[-1].selection = options.selection.report()
             workers.idle()
             if not held.finish():
                 return  # the caller is gone
@@ -512,9 +535,13 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
         except BaseException as exc:
             if held is not None:
                 held.flush_written()  # (whole writes: the caller closes the document)
-            _ended(report, exc, part=False)
-        report.write(report_file)
-        if report.signal or report.internal or report.output_error or report.broken_pipe:
+            if not reports:
+                reports.append(WorkerReport(started=True))
+            _ended(reports[-1], exc, part=False)
+        for report in reports:
+            report.write(report_file)
+        last = reports[-1]
+        if last.signal or last.internal or last.output_error or last.broken_pipe:
             return  # (the caller ends the decode)
         try:
             task = workers.done()

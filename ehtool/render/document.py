@@ -53,9 +53,15 @@ class EventsWriter(Protocol):
 
     def splice(self, src: BinaryIO, count: int) -> None: ...
 
-    def written(self, count: int) -> None:
-        """Count ``count`` events another process wrote to the output, framed by a
-        ``continuation(first=True)``."""
+    def next_file(self, name: str) -> None:
+        """Close the array open here and open the next input's, in one write (in a
+        continuation that a process writes several inputs through)."""
+        ...
+
+    def written(self, counts: list[int]) -> None:
+        """Count the events another process wrote to the output through a
+        ``continuation(first=True)``: ``counts[0]`` in the array open here, then each
+        next one in the array of a further input it opened (:meth:`next_file`)."""
         ...
 
     def end_file(self) -> None: ...
@@ -87,12 +93,24 @@ class DocumentWriter:
 
     def begin_file(self, name: str) -> None:
         """Start the array of one input file."""
-        key = utf8_json(name.encode("utf-8", "surrogateescape"))
-        lead = (b",\n" if self._files else b"") + (b"  " if self._pretty else b"")
-        self.out.write(lead + key + b": [")
+        self.out.write(self._opening(name, after=self._files > 0))
         self._files += 1
         self._events = 0
         self._open = True
+
+    def _opening(self, name: str, *, after: bool) -> bytes:
+        key = utf8_json(name.encode("utf-8", "surrogateescape"))
+        return (b",\n" if after else b"") + (b"  " if self._pretty else b"") + key + b": ["
+
+    def _closing(self) -> bytes:
+        if self._pretty:
+            return b"\n  ]" if self._events else b"]"
+        return b" ]"
+
+    def next_file(self, name: str) -> None:
+        self.out.write(self._closing() + self._opening(name, after=True))
+        self._files += 1
+        self._events = 0
 
     def events(self, events: list[bytes]) -> None:
         """Write a batch of already-formatted events."""
@@ -137,12 +155,15 @@ class DocumentWriter:
         copy_rest(src, self.out)
         self._events += count
 
-    def written(self, count: int) -> None:
-        self._events += count
+    def written(self, counts: list[int]) -> None:
+        self._events += counts[0]
+        if len(counts) > 1:
+            self._files += len(counts) - 1
+            self._events = counts[-1]
 
     def end_file(self) -> None:
         if self._open:
-            self.out.write((b"\n  ]" if self._events else b"]") if self._pretty else b" ]")
+            self.out.write(self._closing())
             self._open = False
 
     def close(self) -> None:
@@ -183,7 +204,10 @@ class JsonLinesWriter:
     def splice(self, src: BinaryIO, count: int) -> None:
         copy_rest(src, self.out)
 
-    def written(self, count: int) -> None:
+    def next_file(self, name: str) -> None:
+        pass
+
+    def written(self, counts: list[int]) -> None:
         pass
 
     def end_file(self) -> None:

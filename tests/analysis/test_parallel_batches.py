@@ -64,7 +64,7 @@ def test_many_files_take_n_workers_not_one_each(monkeypatch):
     forks = []
     fork = workers.fork
     monkeypatch.setattr(workers, "fork", lambda *a, **k: forks.append(1) or fork(*a, **k))
-    monkeypatch.setattr(parallel, "RUN_FILES", 1)  # a part per file
+    monkeypatch.setattr(workers, "RUN_FILES", 1)  # a part per file
     paths = [str(REPO / "examples" / name) for name in ("sched.data", "eventheader.data")] * 9
     assert len(parallel.parts(paths, 2)) == 18
     assert collect(paths, 2) == collect(paths, 1)

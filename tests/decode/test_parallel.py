@@ -368,11 +368,60 @@ def test_workers_take_the_next_input_instead_of_exiting(monkeypatch):
         assert len(forks) == 2 * jobs, jobs  # (two runs)
 
 
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> list[str]:
+    """60 small recordings, some cut short, damaged or missing, among whole ones."""
+    import random
+
+    repo = Path(__file__).resolve().parents[2]
+    sources = [(repo / "examples" / name).read_bytes() for name in ("eventheader.data",
+                                                                    "sched.data")]
+    where = tmp_path_factory.mktemp("fleet")
+    rng = random.Random(7)
+    paths = []
+    for k in range(60):
+        data = bytearray(sources[k % 2])
+        if k % 9 == 4:
+            del data[rng.randrange(200, len(data)):]
+        elif k % 9 == 7:
+            at = rng.randrange(0x1000, len(data) - 16)
+            data[at:at + 8] = bytes(8)
+        path = where / f"r{k:02d}.data"
+        if k != 31:
+            path.write_bytes(data)
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("kw", [{}, dict(pretty=True), dict(jsonl=True)],
+                         ids=["document", "pretty", "jsonl"])
+def test_small_inputs_go_to_workers_in_runs(fleet, monkeypatch, kw):
+    """Small inputs go to a worker several at a time, which frames their arrays one
+    after another: bytes, warnings and each input's error equal one process's, into a
+    file and into a pipe, whatever the number of processes."""
+    from ehtool import workers
+
+    one = _run_files(fleet, 1, **kw)
+    assert len(one[2]) >= 6 and any("cannot open" in e for e in one[2])
+    tasks: list[int] = []
+    give, fork = workers.give, workers.fork
+    monkeypatch.setattr(workers, "give", lambda w, task: tasks.append(1) or give(w, task))
+    monkeypatch.setattr(workers, "fork", lambda *a, **k: tasks.append(1) or fork(*a, **k))
+    for jobs in (2, 3, 8):
+        tasks.clear()
+        assert _run_files(fleet, jobs, **kw) == one, jobs
+        if jobs < 8:  # (with 8, an eighth of the input per process is under one input)
+            assert 2 <= len(tasks) <= len(fleet) // 2, jobs  # (fewer tasks than inputs)
+        assert _run_files(fleet, jobs, via="pipe", **kw) == one, jobs
+
+
 def test_a_long_head_lets_more_workers_decode_ahead(big, monkeypatch):
     """While the head's input is far from decoded, a worker holding a decoded input
     does not keep the next inputs waiting: more workers are forked for them."""
     import ehtool.decode.parallel as parallel
+    from ehtool import workers
 
+    monkeypatch.setattr(workers, "RUN_FILES", 1)  # (a task per input)
     repo = Path(__file__).resolve().parents[2]
     small = str(repo / "examples" / "sched.data")
     paths = [big, *[small] * 6]
@@ -504,7 +553,7 @@ import ehtool.decode.parallel as parallel
 import ehtool.workers as workers
 from ehtool.cli import main
 
-real_give, real_size = workers.give, parallel.input_size
+real_give, real_task = workers.give, parallel._Task
 given, what = [], sys.argv[1]
 
 def give(w, task):
@@ -519,12 +568,12 @@ def give(w, task):
     else:
         real_give(w, task)
 
-def size(path):
+def task(*args):
     if given and what == "interrupt":
         raise KeyboardInterrupt  # (what SIGINT's handler raises there)
-    return real_size(path)
+    return real_task(*args)
 
-workers.give, parallel.input_size = give, size
+workers.give, parallel._Task = give, task
 sys.argv = ["ehtool", "decode", "-j", "2", *sys.argv[2:]]
 main()
 """
