@@ -55,8 +55,35 @@ _answer: bool | None = None
 
 
 def report_file() -> BinaryIO:
-    """A file in memory for a worker's report to its owner (the owner closes it)."""
+    """A file in memory for a worker's reports to its owner (the owner closes it)."""
     return open(os.memfd_create("ehtool-report", os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
+
+
+def put_report(f: BinaryIO, report: object) -> None:
+    """Add ``report`` (a dataclass) to a worker's report file, as a line of JSON."""
+    import orjson
+
+    f.write(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE))
+    f.flush()
+
+
+def take_reports(f: BinaryIO) -> list[dict[str, Any]]:
+    """The reports put into ``f`` since the last take, and ``f`` emptied for the
+    worker's next task; none past one that was cut short (its worker killed while it
+    wrote it)."""
+    import orjson
+
+    f.seek(0)
+    reports = []
+    try:
+        for line in f.read().splitlines():
+            reports.append(orjson.loads(line))
+    except orjson.JSONDecodeError:
+        pass
+    finally:
+        f.seek(0)
+        f.truncate()
+    return reports
 
 
 def ahead(jobs: int) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import struct
@@ -498,8 +497,7 @@ def _decoded(p: _Part, columns: list[str] | None, report: _Report) -> Iterator[A
 
 def _write_report(f: BinaryIO, report: _Report) -> None:
     with contextlib.suppress(BaseException):
-        f.write(json.dumps(report.__dict__).encode())
-        f.flush()
+        workers.put_report(f, report)
 
 
 def _read_report(m: _Member) -> _Report:
@@ -508,15 +506,10 @@ def _read_report(m: _Member) -> _Report:
     status = m.worker.status
     if status is not None and os.WIFSIGNALED(status):
         return _Report(signal=os.WTERMSIG(status))
-    f = m.report_file
-    f.seek(0)
     try:
-        return _Report(**json.loads(f.read()))
-    except (ValueError, TypeError):
+        return _Report(**workers.take_reports(m.report_file)[0])
+    except (IndexError, TypeError):
         return _Report(internal=f"the worker died (wait status {status})")
-    finally:
-        f.seek(0)
-        f.truncate()
 
 
 class Source:

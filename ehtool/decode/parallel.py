@@ -31,9 +31,7 @@ import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, BinaryIO
-
-import orjson
+from typing import TYPE_CHECKING, BinaryIO
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
@@ -80,18 +78,12 @@ class WorkerReport:
     selection: list[str] = field(default_factory=list)
 
     @classmethod
-    def read(cls, f: IO[bytes], status: int | None = None) -> WorkerReport:
-        """The report a worker wrote into ``f``, which its wait ``status`` explains if
-        there is none."""
-        return cls.read_each(f, status)[0]
-
-    @classmethod
-    def read_each(cls, f: IO[bytes], status: int | None = None) -> list[WorkerReport]:
-        """The reports a worker wrote into ``f``, one per input of its task."""
-        f.seek(0)
+    def take(cls, f: BinaryIO, status: int | None = None) -> list[WorkerReport]:
+        """The reports a worker put into ``f``, one per input of its task (``f`` emptied
+        for the next); what its wait ``status`` says if there is none."""
         try:
-            reports = [cls(**orjson.loads(line)) for line in f.read().splitlines()]
-        except (ValueError, TypeError):
+            reports = [cls(**fields) for fields in workers.take_reports(f)]
+        except TypeError:
             reports = []
         if reports:
             return reports
@@ -99,9 +91,8 @@ class WorkerReport:
             raise worker_signal(os.WTERMSIG(status))
         raise EhtoolError(f"a decoding worker died (wait status {status})")
 
-    def write(self, f: IO[bytes]) -> None:
-        f.write(orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_APPEND_NEWLINE))
-        f.flush()
+    def put(self, f: BinaryIO) -> None:
+        workers.put_report(f, self)
 
 
 def parts_for(f: PerfDataFile, options: DecodeOptions) -> int:
@@ -142,7 +133,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             if pid:
                 status = os.waitpid(pid, 0)[1]
         for out, report_file in zip(outs, reports, strict=True):
-            report = WorkerReport.read(report_file, status)
+            report = WorkerReport.take(report_file, status)[0]
             if report.signal:
                 raise worker_signal(report.signal)
             if report.internal:
@@ -264,7 +255,7 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
     except BaseException as exc:  # reported by the caller, which owns stderr's story
         _ended(report, exc, part=True)
     finally:
-        report.write(reports[index - 1])
+        report.put(reports[index - 1])
         if child:
             if report.fatal or report.signal or report.internal or report.output_error:
                 with contextlib.suppress(ProcessLookupError):
@@ -467,13 +458,8 @@ class _FileWorker:
     report_file: BinaryIO
 
     def reports(self, status: int | None) -> list[WorkerReport]:
-        """Its reports on the task it is done with, one per input (emptied for the
-        next)."""
-        try:
-            return WorkerReport.read_each(self.report_file, status)
-        finally:
-            self.report_file.seek(0)
-            self.report_file.truncate()
+        """Its reports on the task it is done with, one per input."""
+        return WorkerReport.take(self.report_file, status)
 
 
 @dataclass
@@ -539,7 +525,7 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
                 reports.append(WorkerReport(started=True))
             _ended(reports[-1], exc, part=False)
         for report in reports:
-            report.write(report_file)
+            report.put(report_file)
         last = reports[-1]
         if last.signal or last.internal or last.output_error or last.broken_pipe:
             return  # (the caller ends the decode)
@@ -548,5 +534,5 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
         except BaseException as exc:  # a signal while it waits: the caller reports it
             report = WorkerReport()
             _ended(report, exc, part=False)
-            report.write(report_file)
+            report.put(report_file)
             return
