@@ -19,6 +19,7 @@ from typing import Any
 
 import construct as c
 
+from ehtool.caches import Bounded
 from ehtool.perfdata.grammar import (
     PERF_TYPE_TRACEPOINT,
     NulPadded,
@@ -148,19 +149,13 @@ def trailer_prefix(g: PerfGrammar, sample_type: int) -> FixedPrefix:
 
 #: generated source -> its code object: a layout's reader is compiled once per process
 #: and executed in a new namespace (its event) for each input
-_CODE_CACHE_MAX = 512
-_code_cache: dict[str, Any] = {}
+_code_cache: Bounded[str, Any] = Bounded(512)
 
 
 def compiled(src: str, filename: str) -> Any:
-    """The code object of ``src``, compiled once per process (bounded: cleared when full);
-    its ``filename`` is the first compile's."""
-    code = _code_cache.get(src)
-    if code is None:
-        if len(_code_cache) >= _CODE_CACHE_MAX:
-            _code_cache.clear()
-        code = _code_cache[src] = compile(src, filename, "exec")
-    return code
+    """The code object of ``src``, compiled once per process; its ``filename`` is the
+    first compile's."""
+    return _code_cache.made(src, lambda: compile(src, filename, "exec"))
 
 
 def make_sample_reader(g: PerfGrammar, desc: EventDesc) -> Callable[[Any, int, int], Sample]:
@@ -421,23 +416,17 @@ def _native_scanner(prefix: FixedPrefix, id_name: str | None, by_id: dict[int, E
 
 class _MemoParse(c.Subconstruct):
     """``subcon`` parsed once per distinct bytes of its (whole, fixed-size) stream; each
-    parse returns a fresh copy (callers may change it). Bounded: cleared when full."""
+    parse returns a fresh copy (callers may change it)."""
 
     def __init__(self, subcon: c.Construct, maxsize: int = 256) -> None:
         super().__init__(subcon)
         self.subcons = subcon.subcons  # (SizedAttr reads the attr's size field through them)
-        self.cache: dict[bytes, Any] = {}
-        self.maxsize = maxsize
+        self.cache: Bounded[bytes, Any] = Bounded(maxsize)
 
     def _parse(self, stream, context, path):
         data = c.stream_read_entire(stream, path)
-        obj = self.cache.get(data)
-        if obj is None:
-            obj = self.subcon._parsereport(c.io.BytesIO(data), context, path)
-            if len(self.cache) >= self.maxsize:
-                self.cache.clear()
-            self.cache[data] = obj
-        return _fresh(obj)
+        return _fresh(self.cache.made(data, lambda: self.subcon._parsereport(
+            c.io.BytesIO(data), context, path)))
 
 
 def _fresh(obj: Any) -> Any:

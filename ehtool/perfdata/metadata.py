@@ -11,6 +11,7 @@ from typing import Any
 
 import construct as c
 
+from ehtool.caches import Bounded
 from ehtool.errors import InputError
 from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
 from ehtool.perfdata.hotpath import (
@@ -232,25 +233,18 @@ class Metadata:
 
 #: tracing-data blob -> (its TracingData, its format index), shared by the inputs of a
 #: process (a fleet's recordings repeat the same blob); bounded: at most
-#: _TRACING_CACHE_MAX blobs of _TRACING_CACHE_BYTES bytes in all (cleared when full; a
-#: bigger blob is not kept). Shared values: read, never changed.
-_TRACING_CACHE: dict[bytes, tuple[TracingData, dict[int, int]]] = {}
-_TRACING_CACHE_MAX = 16
-_TRACING_CACHE_BYTES = 4 << 20
+#: 16 blobs of 4 MiB in all (a bigger blob is not kept). Shared values: read, never
+#: changed.
+_TRACING_CACHE: Bounded[bytes, tuple[TracingData, dict[int, int]]] = Bounded(16, 4 << 20)
 
 
 def _parsed_tracing(blob: bytes) -> tuple[TracingData, dict[int, int]]:
     """``parse_tracing_data(blob)`` and its ``format_index()``, once per distinct blob."""
-    hit = _TRACING_CACHE.get(blob)
-    if hit is None:
+    def parsed() -> tuple[TracingData, dict[int, int]]:
         tracing = parse_tracing_data(blob)
-        hit = (tracing, tracing.format_index())
-        if len(blob) <= _TRACING_CACHE_BYTES:
-            if (len(_TRACING_CACHE) >= _TRACING_CACHE_MAX or len(blob) + sum(
-                    map(len, _TRACING_CACHE)) > _TRACING_CACHE_BYTES):
-                _TRACING_CACHE.clear()
-            _TRACING_CACHE[blob] = hit
-    return hit
+        return tracing, tracing.format_index()
+
+    return _TRACING_CACHE.made(blob, parsed)
 
 
 def feature_bits(words: list[int]) -> list[int]:

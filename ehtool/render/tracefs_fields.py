@@ -20,6 +20,7 @@ import re
 import struct
 from collections.abc import Callable
 
+from ehtool.caches import Bounded
 from ehtool.eventheader.kinds import Kind, integer_kind
 from ehtool.formats.tracefs_format import (
     FIXED,
@@ -60,19 +61,13 @@ def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
 
     key = (tuple(tuple(getattr(f, name) for name in _FIELD_ATTRS) for f in fields),
            style, long_size, big_endian, speedups.load() is not None)
-    render = _RENDERERS.get(key)
-    if render is None:
-        if len(_RENDERERS) >= _RENDERERS_MAX:
-            _RENDERERS.clear()
-        render = _RENDERERS[key] = _make_renderer(fields, style, big_endian)
-    return render
+    return _RENDERERS.made(key, lambda: _make_renderer(fields, style, big_endian))
 
 
 #: what a field's renderer reads of it: every FieldFormat attribute
 _FIELD_ATTRS = tuple(f.name for f in dataclasses.fields(FieldFormat))
-#: made renderers by what they depend on (see make_renderer); bounded: cleared when full
-_RENDERERS: dict[tuple, Renderer] = {}
-_RENDERERS_MAX = 256
+#: made renderers by what they depend on (see make_renderer)
+_RENDERERS: Bounded[tuple, Renderer] = Bounded(256)
 
 
 def _make_renderer(fields: list[FieldFormat], style: JsonStyle, big_endian: bool) -> Renderer:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import construct as c
 import pytest
 
+from ehtool.caches import Bounded
 from ehtool.perfdata import hotpath
 from ehtool.perfdata.grammar import Feature, RecordType, grammar_for
 from ehtool.perfdata.hotpath import memo_attrs, memo_grammar
@@ -109,7 +110,7 @@ def test_the_shared_parses_stay_bounded(monkeypatch):
     g = grammar_for(False)
     memo = memo_attrs(g.attr_self_sized)
     inner = memo.attr
-    monkeypatch.setattr(inner, "maxsize", 4)
+    monkeypatch.setattr(inner.cache, "maxsize", 4)
     for config in range(10):
         raw = g.attr.build(make_attr(g, type=2, config=config))
         assert memo.parse(raw).config == config
@@ -144,7 +145,7 @@ def test_tracing_data_is_shared_by_its_bytes(tmp_path, monkeypatch):
     whatever the order; the cache stays bounded."""
     from ehtool.perfdata import metadata
 
-    monkeypatch.setattr(metadata, "_TRACING_CACHE", {})
+    monkeypatch.setattr(metadata, "_TRACING_CACHE", Bounded(16, 4 << 20))
     mutant = tmp_path / "mutant.data"
     mutant.write_bytes(EXAMPLE.read_bytes().replace(b"prev_comm", b"prev_cmdx")
                        .replace(b"offset:24;", b"offset:25;"))
@@ -161,7 +162,7 @@ def test_tracing_data_is_shared_by_its_bytes(tmp_path, monkeypatch):
     again, fields_again = switch_fields(EXAMPLE)
     assert again is first and fields_again == fields
     assert len(metadata._TRACING_CACHE) == 2
-    monkeypatch.setattr(metadata, "_TRACING_CACHE_MAX", 1)
+    metadata._TRACING_CACHE.maxsize = 1
     third = tmp_path / "third.data"
     third.write_bytes(EXAMPLE.read_bytes().replace(b"prev_comm", b"prev_cxmm"))
     assert switch_fields(third)[1][0] == ("prev_cxmm", 8)
@@ -190,11 +191,10 @@ def test_tracing_data_cache_is_bounded_by_bytes(monkeypatch):
 
     with PerfDataFile.open(EXAMPLE) as f:
         blob = f.info.features[Feature.TRACING_DATA]
-    monkeypatch.setattr(metadata, "_TRACING_CACHE", {})
-    monkeypatch.setattr(metadata, "_TRACING_CACHE_BYTES", len(blob) - 1)
+    monkeypatch.setattr(metadata, "_TRACING_CACHE", Bounded(16, len(blob) - 1))
     assert metadata._parsed_tracing(blob)[0].formats
     assert metadata._TRACING_CACHE == {}
-    monkeypatch.setattr(metadata, "_TRACING_CACHE_BYTES", len(blob) + 100)
+    monkeypatch.setattr(metadata, "_TRACING_CACHE", Bounded(16, len(blob) + 100))
     metadata._parsed_tracing(blob)
     other = blob.replace(b"prev_comm", b"prev_cxmm")
     assert metadata._parsed_tracing(other)[0] is not metadata._parsed_tracing(blob)[0]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ehtool.caches import Bounded
 from ehtool.decode.pipeline import DecodeOptions, decode_to
 from ehtool.formats.tracefs_format import parse_format
 from ehtool.render import tracefs_fields
@@ -97,8 +98,7 @@ def test_pure_python_after_c_gets_a_python_renderer(monkeypatch):
 
 
 def test_the_shared_renderers_stay_bounded(monkeypatch):
-    monkeypatch.setattr(tracefs_fields, "_RENDERERS", {})
-    monkeypatch.setattr(tracefs_fields, "_RENDERERS_MAX", 2)
+    monkeypatch.setattr(tracefs_fields, "_RENDERERS", Bounded(2))
     for offset in (8, 12, 16, 8, 4):
         render = make_renderer(_format(f"\tfield:u32 a;\toffset:{offset};\tsize:4;\t"
                                        "signed:0;\n"), COMPACT)
@@ -124,9 +124,9 @@ def test_inputs_with_other_formats_under_the_same_names_decode_as_alone(tmp_path
                        .replace(b"offset:24;", b"offset:25;"))
     alone = []
     for path in (original, mutant):
-        monkeypatch.setattr(tracefs_fields, "_RENDERERS", {})
+        monkeypatch.setattr(tracefs_fields, "_RENDERERS", Bounded(256))
         alone += _arrays([str(path)])
     assert alone[0] != alone[1] and '"prev_cmdx"' in json.dumps(alone[1])
-    monkeypatch.setattr(tracefs_fields, "_RENDERERS", {})
+    monkeypatch.setattr(tracefs_fields, "_RENDERERS", Bounded(256))
     both = _arrays([str(original), str(mutant), str(original), str(mutant)])
     assert both == [*alone, *alone]
