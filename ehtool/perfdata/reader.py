@@ -125,7 +125,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             try:
                 f = open(path, "rb")  # noqa: SIM115 - owned by the PerfDataFile
             except OSError as exc:
-                raise InputError(f"cannot open: {exc.strerror or exc}", name) from None
+                raise _cannot_open(exc, name) from None
         try:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # a FIFO, <(...): a stream
                 self = cls.open_stream(f, name, on_error=on_error)
@@ -148,7 +148,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
                 if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                     _check_magic(f.read(PIPE_HEADER_SIZE), name)
         except OSError as exc:
-            raise InputError(f"cannot open: {exc.strerror or exc}", name) from None
+            raise _cannot_open(exc, name) from None
 
     @classmethod
     def open_stream(cls, stream: BinaryIO, name: str = STDIN_NAME, *,
@@ -428,6 +428,10 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
             break
         data += chunk
     return data
+
+
+def _cannot_open(exc: OSError, name: str) -> InputError:
+    return InputError(f"cannot open: {exc.strerror or exc}", name)
 
 
 def _check_magic(head: bytes, name: str) -> bool:
