@@ -1541,6 +1541,9 @@ typedef struct {
     /* the meta members' keys, each with what comes before it (bytes; None: not shown) */
     PyObject *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
     PyObject *comm_json; /* comm_json(tid) -> the comm member (bytes) or None; or None */
+    /* groups (open, sep, close, empty: bytes; see end_group): the meta object when no
+     * piece above is shown, and the fields nested under --fields-key (or None) */
+    PyObject *meta_group, *fields_group;
     long long last_sec;
     PyObject *last_prefix; /* bytes or NULL */
     int time_mode;         /* TIME_* */
@@ -1627,6 +1630,47 @@ time_prefix(FormatterObject *self, long long sec)
 static PyObject *call1(PyObject *fn, PyObject *arg);
 static int put_result(Out *o, PyObject *r, const char *what);
 
+/* A group's members, each led by its separator, were appended to o since ``body``, just
+ * after the group's opening at ``mark``: drop the first one's separator and close the
+ * group; with no members, its empty form replaces the opening (JsonStyle.nest). The
+ * group: a tuple of bytes (open, sep, close, empty). */
+static int
+end_group(Out *o, PyObject *group, Py_ssize_t mark, Py_ssize_t body)
+{
+    PyObject *sep = PyTuple_GET_ITEM(group, 1);
+    Py_ssize_t n = PyBytes_GET_SIZE(sep);
+    if (o->len == body) {
+        o->len = mark;
+        return out_put_bytes(o, PyTuple_GET_ITEM(group, 3));
+    }
+    if (o->len - body < n || memcmp(o->data + body, PyBytes_AS_STRING(sep), n) != 0) {
+        PyErr_SetString(PyExc_ValueError, "a group's members must start with its separator");
+        return -1;
+    }
+    memmove(o->data + body, o->data + body + n, o->len - body - n);
+    o->len -= n;
+    return out_put_bytes(o, PyTuple_GET_ITEM(group, 2));
+}
+
+/* The opening of the fields' group (--fields-key) appended to o: the offset its members
+ * start at, or 0 without a group (-1 on an error). */
+static Py_ssize_t
+begin_fields(FormatterObject *self, Out *o)
+{
+    if (self->fields_group == Py_None)
+        return 0;
+    if (out_put_bytes(o, PyTuple_GET_ITEM(self->fields_group, 0)) < 0)
+        return -1;
+    return o->len;
+}
+
+/* The end of the fields begun at ``body`` (begin_fields, its opening at ``mark``). */
+static int
+end_fields(FormatterObject *self, Out *o, Py_ssize_t mark, Py_ssize_t body)
+{
+    return body ? end_group(o, self->fields_group, mark, body) : 0;
+}
+
 /* ``{ "time": ..., "cpu": N, "pid": N, "tid": N, "comm": ...<extra><tail> } }`` appended
  * to o, the members the pieces show (``tail``: bytes or NULL); ``utc``: the ISO form with
  * ``offset_ns`` (TIME_PERF with clock data). */
@@ -1634,6 +1678,13 @@ static int
 put_meta(FormatterObject *self, Out *o, PyObject *sample, int utc, long long offset_ns,
          const char *extra, Py_ssize_t extra_len, PyObject *tail)
 {
+    Py_ssize_t mark = o->len, body = -1;
+    if (self->meta_group != Py_None) { /* none of the four: its members decide its form */
+        if (out_put_bytes(o, PyTuple_GET_ITEM(self->meta_group, 0)) < 0)
+            return -1;
+        body = o->len;
+        goto comm;
+    }
     if (self->pre_time == Py_None)
         goto ids;
     unsigned long long t = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sample, 0));
@@ -1673,6 +1724,7 @@ ids:;
         if (out_put_bytes(o, mids[i]) < 0 || out_put_i64(o, v) < 0)
             return -1;
     }
+comm:
     if (self->comm_json != Py_None) {
         PyObject *comm = call1(self->comm_json, PyTuple_GET_ITEM(sample, 3));
         if (comm == NULL)
@@ -1683,10 +1735,11 @@ ids:;
         if (rc < 0)
             return -1;
     }
-    if (out_put(o, extra, extra_len) < 0 || (tail != NULL && out_put_bytes(o, tail) < 0) ||
-        out_put_bytes(o, self->end_meta) < 0)
+    if (out_put(o, extra, extra_len) < 0 || (tail != NULL && out_put_bytes(o, tail) < 0))
         return -1;
-    return 0;
+    if (body >= 0)
+        return end_group(o, self->meta_group, mark, body);
+    return out_put_bytes(o, self->end_meta);
 }
 
 static PyObject *
@@ -1721,6 +1774,24 @@ plan_of(PyObject *fn, PyCFunction which)
     return owner != NULL && Py_TYPE(owner) == &PlanType ? (PlanObject *)owner : NULL;
 }
 
+/* render(raw) appended to o: a tracefs renderer (a Plan's render_record runs here) */
+static int
+put_rendered(Out *o, PyObject *render, PyObject *raw)
+{
+    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render_record);
+    if (plan == NULL || !PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) < plan->min_len)
+        return put_result(o, call1(render, raw), "event pieces");
+    Py_ssize_t mark = o->len;
+    int rc = plan_run(plan, raw, 0, o);
+    if (rc == FAIL_PY)
+        return -1;
+    if (rc == FAIL_DEFER) { /* as Plan.render_record: the Python renderer */
+        o->len = mark;
+        return put_result(o, PyObject_CallOneArg(plan->fallback, raw), "a renderer");
+    }
+    return 0;
+}
+
 /* head + render(raw) + meta appended to o */
 static int
 put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long long offset_ns)
@@ -1729,21 +1800,9 @@ put_plain(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample, long 
     PyObject *raw = PyTuple_GET_ITEM(sample, 4), *extra = PyTuple_GET_ITEM(spec, 3);
     if (out_put_bytes(o, head) < 0)
         return -1;
-    PlanObject *plan = plan_of(render, (PyCFunction)(void (*)(void))Plan_render_record);
-    if (plan != NULL && PyBytes_Check(raw) && PyBytes_GET_SIZE(raw) >= plan->min_len) {
-        Py_ssize_t mark = o->len;
-        int rc = plan_run(plan, raw, 0, o);
-        if (rc == FAIL_PY)
-            return -1;
-        if (rc == FAIL_DEFER) { /* as Plan.render_record: the Python renderer */
-            o->len = mark;
-            if (put_result(o, PyObject_CallOneArg(plan->fallback, raw), "a renderer") < 0)
-                return -1;
-        }
-    }
-    else if (put_result(o, call1(render, raw), "event pieces") < 0) {
+    Py_ssize_t mark = o->len, body = begin_fields(self, o);
+    if (body < 0 || put_rendered(o, render, raw) < 0 || end_fields(self, o, mark, body) < 0)
         return -1;
-    }
     if (!PyBytes_Check(extra)) {
         PyErr_SetString(PyExc_TypeError, "meta members must be bytes");
         return -1;
@@ -1782,6 +1841,23 @@ failed:
         return -1;
     PyErr_Clear(); /* a malformed event: the handler falls back and warns */
     return 0;
+}
+
+/* An EventHeader hit's fields appended to o after its name, in the fields' group: the
+ * common fields first when the spec has their renderer (--meta common), then the
+ * event's. As put_hit_fields: 1, 0 (the handler's: the caller rewinds o), -1. */
+static int
+put_eh_fields(FormatterObject *self, Out *o, PyObject *spec, PyObject *hit, PyObject *raw,
+              Py_ssize_t off, Py_ssize_t skip)
+{
+    Py_ssize_t mark = o->len, body = begin_fields(self, o);
+    PyObject *common = PyTuple_GET_ITEM(spec, 10);
+    if (body < 0 || (common != Py_None && put_rendered(o, common, raw) < 0))
+        return -1;
+    int rc = put_hit_fields(o, hit, raw, off, skip);
+    if (rc == 1 && end_fields(self, o, mark, body) < 0)
+        return -1;
+    return rc;
 }
 
 /* The decoder's fast-cache entry (EventHeaderDecoder.fast_cache[tracepoint]) keyed by
@@ -1984,7 +2060,7 @@ put_activity_event(FormatterObject *self, Out *o, PyObject *spec, PyObject *samp
         goto done;
     if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, tmp.name) < 0)
         goto done;
-    rc = put_hit_fields(o, hit, raw, off, tmp.skip);
+    rc = put_eh_fields(self, o, spec, hit, raw, off, tmp.skip);
     if (rc == 1)
         rc = put_meta(self, o, sample, self->utc, offset_ns, extra.data, extra.len,
                       PyTuple_GET_ITEM(spec, 7));
@@ -2064,7 +2140,7 @@ put_eventheader(FormatterObject *self, Out *o, PyObject *spec, PyObject *sample,
     }
     if (out_put_bytes(o, PyTuple_GET_ITEM(spec, 3)) < 0 || out_put_bytes(o, name) < 0)
         goto done;
-    rc = put_hit_fields(o, hit, raw, off, skip);
+    rc = put_eh_fields(self, o, spec, hit, raw, off, skip);
     if (rc == 1)
         rc = put_meta(self, o, sample, self->utc, offset_ns, PyBytes_AS_STRING(meta),
                       PyBytes_GET_SIZE(meta), PyTuple_GET_ITEM(spec, 7));
@@ -2093,7 +2169,7 @@ valid_spec(PyObject *h)
         return n == 5 && PyBytes_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 3));
     if (kind == 1)
-        return n == 10 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
+        return n == 11 && PyUnicode_Check(PyTuple_GET_ITEM(h, 1)) &&
                PyDict_Check(PyTuple_GET_ITEM(h, 4)) && PyBytes_Check(PyTuple_GET_ITEM(h, 3)) &&
                PyBytes_Check(PyTuple_GET_ITEM(h, 7)) &&
                (PyTuple_GET_ITEM(h, 8) == Py_None ||
@@ -2237,14 +2313,28 @@ static PyObject *
 Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"make", "clock", "pre_time", "mid_cpu", "mid_pid", "mid_tid",
-                             "end_meta", "time_mode", "comm_json", NULL};
+                             "end_meta", "time_mode", "comm_json", "meta_group",
+                             "fields_group", NULL};
     PyObject *make, *clock, *pre_time, *mid_cpu, *mid_pid, *mid_tid, *end_meta;
-    PyObject *comm_json = Py_None;
+    PyObject *comm_json = Py_None, *meta_group = Py_None, *fields_group = Py_None;
     int time_mode = TIME_PERF;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOS|iO", kwlist, &make, &clock,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOS|iOOO", kwlist, &make, &clock,
                                      &pre_time, &mid_cpu, &mid_pid, &mid_tid, &end_meta,
-                                     &time_mode, &comm_json))
+                                     &time_mode, &comm_json, &meta_group, &fields_group))
         return NULL;
+    PyObject *const groups[2] = {meta_group, fields_group};
+    for (int i = 0; i < 2; i++) {
+        PyObject *g = groups[i];
+        if (g == Py_None)
+            continue;
+        int ok = PyTuple_Check(g) && PyTuple_GET_SIZE(g) == 4;
+        for (int k = 0; ok && k < 4; k++)
+            ok = PyBytes_Check(PyTuple_GET_ITEM(g, k));
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "a group must be four bytes or None");
+            return NULL;
+        }
+    }
     if (time_mode < TIME_PERF || time_mode > TIME_DELTA) {
         PyErr_SetString(PyExc_ValueError, "time_mode must be a TIME_* constant");
         return NULL;
@@ -2258,6 +2348,11 @@ Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (comm_json != Py_None && !PyCallable_Check(comm_json)) {
         PyErr_SetString(PyExc_TypeError, "comm_json must be callable or None");
+        return NULL;
+    }
+    if ((meta_group == Py_None) != (pre_time != Py_None || mid_cpu != Py_None ||
+                                    mid_pid != Py_None || mid_tid != Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "meta_group is for a meta without the four pieces");
         return NULL;
     }
     FormatterObject *self = (FormatterObject *)type->tp_alloc(type, 0);
@@ -2276,6 +2371,8 @@ Formatter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->mid_tid = Py_NewRef(mid_tid);
     self->end_meta = Py_NewRef(end_meta);
     self->comm_json = Py_NewRef(comm_json);
+    self->meta_group = Py_NewRef(meta_group);
+    self->fields_group = Py_NewRef(fields_group);
     self->time_mode = time_mode;
     return (PyObject *)self;
 }
@@ -2292,6 +2389,8 @@ Formatter_clear(FormatterObject *self)
     Py_CLEAR(self->mid_tid);
     Py_CLEAR(self->end_meta);
     Py_CLEAR(self->comm_json);
+    Py_CLEAR(self->meta_group);
+    Py_CLEAR(self->fields_group);
     Py_CLEAR(self->last_prefix);
     for (int i = 0; i < HIT_SLOTS; i++)
         slot_clear(&self->hits[i]);
@@ -2376,7 +2475,7 @@ static PyTypeObject FormatterType = {
     .tp_basicsize = sizeof(FormatterObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Formatter(make, clock, pre_time, mid_cpu, mid_pid, mid_tid, end_meta, "
-              "time_mode=0, comm_json=None)",
+              "time_mode=0, comm_json=None, meta_group=None, fields_group=None)",
     .tp_new = Formatter_new,
     .tp_dealloc = (destructor)Formatter_dealloc,
     .tp_traverse = (traverseproc)Formatter_traverse,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ehtool.perfdata.grammar import SampleType
 from ehtool.render.meta_keys import EVENTHEADER_DEFAULT, META_DEFAULT
-from ehtool.render.style import JsonStyle
+from ehtool.render.style import JsonStyle, grouped
 from ehtool.render.times import TIME_MODES, TimeFormat
 from ehtool.speedups import TIME_PERF
 from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
@@ -55,6 +55,8 @@ class EventHeaderSpec(NamedTuple):
     #: loop fills with ``meta_of(info)`` (events with activity ids: ``handler``)
     metas: dict[Any, bytes] | None
     meta_of: Callable[[Any], bytes] | None
+    #: the common fields' renderer (--meta common: before the event's own), or None
+    common: Callable[[bytes], bytes] | None
 
 
 #: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU
@@ -117,7 +119,11 @@ class SampleFormatter:
         self._k_tid = b'"tid"' + s.colon
         self._k_comm = b'"comm"' + s.colon
         self._end_meta = s.close_obj + s.close_obj
-        self._empty_meta = s.sep + b'"meta"' + s.colon + s.empty_obj + s.close_obj
+        # the meta object, then the event's closing
+        opening, sep, closing, empty = s.group(b'"meta"')
+        self._meta_group = (opening, sep, closing + s.close_obj, empty + s.close_obj)
+        #: the fields' group under --fields-key, or None
+        self._fields_group = None if self._fields_key is None else s.group(self._fields_key)
         # one template for the usual meta (time, cpu, pid, tid all recorded and wanted)
         self._fast_meta = None
         self._fast_utc_meta = None
@@ -195,10 +201,9 @@ class SampleFormatter:
         from ehtool.speedups import load
 
         speedups = load()
-        shown = [k for k in ("time", "cpu", "pid", "tid") if k in self.meta]
-        if speedups is None or not shown or self.clock is None \
-                or self._fields_key is not None:  # nesting: the Python handlers only
+        if speedups is None or self.clock is None:
             return None
+        shown = [k for k in ("time", "cpu", "pid", "tid") if k in self.meta]
         s = self.style
         keys = {"time": self._k_time, "cpu": self._k_cpu, "pid": self._k_pid,
                 "tid": self._k_tid}
@@ -206,7 +211,8 @@ class SampleFormatter:
                   for k in shown}
         return speedups.Formatter(
             self._native_spec, self.clock, *(pieces.get(k) for k in keys), self._end_meta,
-            TIME_MODES[self.time_mode], self._comm_json())
+            TIME_MODES[self.time_mode], self._comm_json(),
+            None if shown else self._meta_group, self._fields_group)
 
     def _comm_json(self) -> Callable[[int], bytes | None] | None:
         """For the C loop: a thread's comm member (with the separator before it), or
@@ -252,8 +258,9 @@ class SampleFormatter:
         else:
             render = raw_renderer(self.style)
         nest = self._nest
+        members = render  # (the C loop nests them itself)
         if self._fields_key is not None:
-            render = lambda raw, members=render: nest(members(raw))  # noqa: E731
+            render = lambda raw, members=members: nest(members(raw))  # noqa: E731
         plain_meta_extra = self._plain_meta_extra(provider, event)
         plain_head = self._k_n + name_json
         # time, cpu and tid recorded for every sample of this event: the C loop writes
@@ -285,7 +292,7 @@ class SampleFormatter:
             def plain(sample: Any) -> bytes:
                 return plain_head + render(sample.raw) + slow_meta(sample, plain_meta_extra)
         if native:
-            self._specs[desc] = PlainSpec(0, plain_head, render, plain_meta_extra + file_meta,
+            self._specs[desc] = PlainSpec(0, plain_head, members, plain_meta_extra + file_meta,
                                           plain)
 
         eh_offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
@@ -327,7 +334,7 @@ class SampleFormatter:
             eh_meta = ev[2] if self._eh_meta_default else self._eh_meta(DecodedEvent(*ev))
             return k_n + ev[0] + nest(common + ev[1]) + slow_meta(sample, eh_meta)
 
-        if not native or common_render is not None or self._fields_key is not None:
+        if not native:
             return eventheader
         if not self._eh_meta_default:  # the C loop takes each event's --meta members
             # from a dict it fills (events with activity ids stay the handler's)
@@ -340,7 +347,7 @@ class SampleFormatter:
 
             self._specs[desc] = EventHeaderSpec(
                 1, tracepoint, eh_offset, k_n, self._eh.fast_cache, eventheader,
-                self._eh.activity_keys, file_meta, metas, meta_of)
+                self._eh.activity_keys, file_meta, metas, meta_of, common_render)
             return eventheader
 
         def eventheader_fast(sample: Any) -> bytes:
@@ -360,10 +367,12 @@ class SampleFormatter:
                 clock.last_prefix if sec == clock.last_second else clock.prefix_for(sec),
                 ns, sample.cpu, sample.pid, sample.tid, ev[2] + file_meta)
 
-        handler = eventheader_fast if fast is not None else eventheader
+        handler = (eventheader_fast if fast is not None and common_render is None
+                   and self._fields_key is None else eventheader)
         self._specs[desc] = EventHeaderSpec(1, tracepoint, eh_offset, k_n,
                                             self._eh.fast_cache, handler,
-                                            self._eh.activity_keys, file_meta, None, None)
+                                            self._eh.activity_keys, file_meta, None, None,
+                                            common_render)
         return handler
 
     def _nest(self, members: bytes) -> bytes:
@@ -399,9 +408,7 @@ class SampleFormatter:
                 if comm is not None:
                     parts.append(self._comm_member(comm))
         if not parts:
-            if not extra:
-                return self._empty_meta
-            return self._k_meta + s.first + extra[len(s.sep):] + self._end_meta
+            return grouped(self._meta_group, extra)
         return self._k_meta + s.first + s.sep.join(parts) + extra + self._end_meta
 
     def _plain_meta_extra(self, provider: str, event: str) -> bytes:

@@ -49,10 +49,14 @@ class JsonStyle:
 
     def nest(self, key: bytes, members: bytes) -> bytes:
         """``, key: { ... }`` of ``members`` that each start with ``sep`` (``key``: JSON)."""
-        if not members:
-            return self.sep + key + self.colon + self.empty_obj
-        return (self.sep + key + self.colon + b"{" + self.first + members[len(self.sep):]
-                + self.close_obj)
+        return grouped(self.group(key), members)
+
+    def group(self, key: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+        """How :meth:`nest` frames members under ``key``: (its opening, the separator
+        that leads each member and that the first one loses, its closing, the whole
+        member when there are none); the C loop frames them the same way."""
+        return (self.sep + key + self.colon + b"{" + self.first, self.sep, self.close_obj,
+                self.sep + key + self.colon + self.empty_obj)
 
     def obj(self, members: list[bytes]) -> bytes:
         """An object from ``key + colon + value`` members."""
@@ -65,6 +69,15 @@ class JsonStyle:
         if not items:
             return self.empty_arr
         return b"[" + self.first + self.sep.join(items) + self.close_arr
+
+
+def grouped(group: tuple[bytes, bytes, bytes, bytes], members: bytes) -> bytes:
+    """``members`` (each led by the group's separator) framed as ``group`` says
+    (:meth:`JsonStyle.group`)."""
+    opening, sep, closing, empty = group
+    if not members:
+        return empty
+    return opening + members[len(sep):] + closing
 
 
 SPACED = JsonStyle()

@@ -26,7 +26,10 @@ SHAPES = [[], ["--compact"], ["--no-field-tags"], ["--meta", "all"], ["--meta", 
           ["--meta", "+provider,+event,+flags"],
           ["--format", "jsonl", "--meta", "+options,-level,-activity"],
           ["--meta", "none,+pid"], ["--meta", "tid,comm,level"], ["--meta", "none,+comm"],
-          ["--format", "jsonl", "--meta", "cpu,comm,-file"]]
+          ["--format", "jsonl", "--meta", "cpu,comm,-file"], ["--meta", "none"],
+          ["--meta", "common"], ["--meta", "common,+activity", "--compact"],
+          ["--fields-key", "f", "--meta", "all"], ["--fields-key", "f", "--meta", "none"],
+          ["--fields-key", "x", "--compact", "--format", "jsonl", "--meta", "common,+comm"]]
 
 
 def decode(path: Path, *args: str, pure: bool) -> subprocess.CompletedProcess:
@@ -292,3 +295,32 @@ def test_a_joined_batch_is_written_in_one_call(jsonl):
     else:
         assert [json.loads(line) for line in out.getvalue().splitlines()] == [
             {"a": 1}, {"b": 2}] * 3
+
+
+@pytest.mark.parametrize("kw", [dict(meta="none"), dict(meta="common"), dict(meta="all"),
+                                dict(meta="none,+level"), dict(fields_key="f"),
+                                dict(fields_key="f", meta="common,+comm")],
+                         ids=["none", "common", "all", "none+level", "fields-key",
+                              "fields-key+common+comm"])
+def test_meta_and_field_options_keep_the_c_loop(tmp_path, monkeypatch, kw):
+    """With --meta none/common/all or --fields-key, the C loop formats each event after
+    the first of its kind (they went through the Python handlers, ~3-5x slower): only a
+    few events reach the Python meta writer."""
+    import io
+
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from ehtool.render.events import SampleFormatter
+    from ehtool.render.meta_keys import parse_meta
+
+    require_speedups()
+    recording = tmp_path / "many.data"
+    replay_samples(golden_path("linuxtracepoints/perf.data"), recording, 6000)
+    calls = []
+    real = SampleFormatter._meta
+    monkeypatch.setattr(SampleFormatter, "_meta",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    opts = dict(kw, meta=parse_meta(kw["meta"])) if "meta" in kw else kw
+    out = io.BytesIO()
+    assert decode_to(out, [str(recording)], DecodeOptions(jobs=1, **opts)) == []
+    assert out.getvalue().count(b'"n": ') == 6000
+    assert len(calls) < 600, len(calls)

@@ -42,5 +42,5 @@ def test_spec_field_order_is_the_c_loops():
     assert PlainSpec._fields == ("kind", "head", "render", "extra", "handler")
     assert EventHeaderSpec._fields == ("kind", "tracepoint", "eventheader_offset", "head",
                                        "fast_cache", "handler", "activity_keys", "tail",
-                                       "metas", "meta_of")
+                                       "metas", "meta_of", "common")
     assert FastEntry._fields == ("expect", "activity_size", "skip", "render", "info")
