@@ -60,10 +60,13 @@ def report_file() -> BinaryIO:
 
 
 def put_report(f: BinaryIO, report: object) -> None:
-    """Add ``report`` (a dataclass) to a worker's report file, as a line of JSON."""
-    import orjson
+    """Add ``report`` (a dataclass) to a worker's report file, as a line of JSON. Its
+    text may hold lone surrogates (a path that is not UTF-8, in an error message): the
+    standard library's json escapes them, where orjson refuses them."""
+    import dataclasses
+    import json
 
-    f.write(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE))
+    f.write(json.dumps(dataclasses.asdict(report)).encode() + b"\n")  # type: ignore[call-overload]
     f.flush()
 
 
@@ -71,14 +74,14 @@ def take_reports(f: BinaryIO) -> list[dict[str, Any]]:
     """The reports put into ``f`` since the last take, and ``f`` emptied for the
     worker's next task; none past one that was cut short (its worker killed while it
     wrote it)."""
-    import orjson
+    import json
 
     f.seek(0)
     reports = []
     try:
         for line in f.read().splitlines():
-            reports.append(orjson.loads(line))
-    except orjson.JSONDecodeError:
+            reports.append(json.loads(line))
+    except ValueError:
         pass
     finally:
         f.seek(0)

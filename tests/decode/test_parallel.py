@@ -707,3 +707,20 @@ def test_a_worker_that_cannot_hold_its_events_is_an_output_error(big, tmp_path, 
     with (open(tmp_path / "out.json", "wb") as out,
           pytest.raises(OutputError, match="No space left on device .a worker's part")):
         decode_to(out, [big, big], DecodeOptions(jobs=2))  # (the second waits for the first)
+
+
+def test_an_input_whose_name_is_not_utf8_is_reported_as_by_one_process(tmp_path):
+    """A path that is not UTF-8 puts lone surrogates into its error message: a worker
+    reports it (inside a run of inputs) as one process does; it ended the worker
+    without a report ("a decoding worker died"), and the inputs after it in its run."""
+    data = (Path(__file__).resolve().parents[2] / "examples" / "eventheader.data").read_bytes()
+    paths = []
+    for k in range(40):
+        name = os.fsencode(tmp_path) + b"/r%02d%s.data" % (k, b"\xff" if k == 21 else b"")
+        with open(name, "wb") as f:
+            f.write(data[:20000] if k == 21 else data)
+        paths.append(os.fsdecode(name))
+    one = _run_files(paths, 1)
+    assert len(one[2]) == 1 and "r21\udcff.data" in one[2][0]
+    assert _run_files(paths, 2) == one
+    assert _run_files(paths, 3, via="pipe") == one
