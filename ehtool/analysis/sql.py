@@ -2,7 +2,9 @@
 parser: which columns to decode, and how many times the statement scans it.
 
 A statement DuckDB serializes (``json_serialize_sql``: SELECT statements, including
-DESCRIBE and SUMMARIZE) is read from its syntax tree: a star or ``COLUMNS(...)``, a
+DESCRIBE and SUMMARIZE), or the query of one that saves a query's result (``CREATE TABLE
+... AS``, ``INSERT INTO ... SELECT``, ``COPY (...) TO``: found with DuckDB's tokenizer), is
+read from its syntax tree: a star or ``COLUMNS(...)``, a
 positional reference, a NATURAL join, a PIVOT/UNPIVOT, ``events`` or one of its aliases
 as a value (``select e from events e``) or with renamed columns (``events e(a, b)``)
 need every column; otherwise the columns are the column references and USING columns
@@ -44,6 +46,9 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
 
     names = schema().names
     tree = _tree(con, sql)
+    if tree is None:
+        inner = saved_query(sql)
+        tree = None if inner is None else _tree(con, inner)
     user = _user_objects(con) - {table.lower()}
     if tree is None:
         if (user or re.search(rf"\b{re.escape(table)}\b|query", sql, re.IGNORECASE)
@@ -54,6 +59,8 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
     walk.visit(tree)
     if walk.unknown:
         return Reads(None, None)
+    if not walk.scans:  # (a star over another table: nothing of events)
+        return Reads([names[_CHEAP]], 0)
     if walk.everything or walk.values & walk.tables:
         return Reads(None, walk.scans)
     wanted = walk.columns
@@ -78,6 +85,80 @@ def _tree(con: Any, sql: str) -> Any:
     if tree.get("error") or len(tree.get("statements", ())) != 1:
         return None
     return tree["statements"][0]
+
+
+def saved_query(sql: str) -> str | None:
+    """The query whose result ``sql`` saves, when it is ``CREATE [OR REPLACE] [TEMP]
+    TABLE name AS query``, ``INSERT [OR ...] INTO name [(columns)] [BY NAME] query`` or
+    ``COPY (query) TO ...``; else None. Read from DuckDB's tokens (comments, strings and
+    quoted names are theirs); the rest of an INSERT (RETURNING, ON CONFLICT) stays with
+    the query, which then does not parse as one: None is the caller's too."""
+    duckdb = require("duckdb")
+    try:
+        found = duckdb.tokenize(sql)
+    except Exception:  # noqa: BLE001 - whatever it refuses is not known
+        return None
+    ends = [pos for pos, _ in found[1:]] + [len(sql)]
+    tokens = [(pos, sql[pos:end].strip().lower(), str(kind).rsplit(".", 1)[-1])
+              for (pos, kind), end in zip(found, ends, strict=True)
+              if not str(kind).endswith("comment")]
+    words = [text if kind in ("keyword", "operator") else "" for _, text, kind in tokens]
+    k = 0
+
+    def take(*options: str) -> bool:
+        nonlocal k
+        if k < len(words) and words[k] in options:
+            k += 1
+            return True
+        return False
+
+    def name() -> bool:  # a table's name: identifiers joined by dots
+        nonlocal k
+        if k >= len(tokens) or tokens[k][2] != "identifier":
+            return False
+        k += 1
+        while take(".") and k < len(tokens) and tokens[k][2] == "identifier":
+            k += 1
+        return True
+
+    def rest() -> str | None:
+        return sql[tokens[k][0]:] if k < len(tokens) else None
+
+    if take("create"):
+        if take("or"):
+            take("replace")
+        take("temp", "temporary")
+        if not take("table"):
+            return None
+        if take("if") and not (take("not") and take("exists")):
+            return None
+        return rest() if name() and take("as") else None
+    if take("insert"):
+        if take("or") and not take("replace", "ignore"):
+            return None
+        if not (take("into") and name()):
+            return None
+        if take("as") and not name():
+            return None
+        if take("("):
+            depth = 1
+            while k < len(words) and depth:
+                depth += {"(": 1, ")": -1}.get(words[k], 0)
+                k += 1
+        if take("by") and not take("name", "position"):
+            return None
+        return rest()
+    if take("copy") and k < len(words) and words[k] == "(":
+        start, depth = k, 0
+        while k < len(words):
+            depth += {"(": 1, ")": -1}.get(words[k], 0)
+            k += 1
+            if not depth:
+                break
+        if depth or not take("to"):
+            return None
+        return sql[tokens[start][0] + 1:tokens[k - 2][0]]
+    return None
 
 
 def _user_objects(con: Any) -> set[str]:

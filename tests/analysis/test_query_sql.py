@@ -53,11 +53,25 @@ def query(sql: str, *inputs: str) -> list[dict]:
     ("select columns('prov.*') from events", ALL, 1),
     ("select #1 from events", ALL, 1),
     ("select provider from events e(a, b)", ALL, 1),
-    ("create table t as from events", ALL, None),
-    ("create table t as select provider from events", ALL, None),
+    ("create table t as from events", ALL, 1),
+    # a statement that saves a query's result reads what its query reads
+    ("create table t as select provider from events", ["provider"], 1),
+    ("create or replace temp table \"as t\" as -- as select *\n select level from events",
+     ["level"], 1),
+    ("create table if not exists t as select count(*) from events a join events b using (pid)",
+     ["pid"], 2),
+    ("insert into t select provider from events where level = 2", ["provider", "level"], 1),
+    ("insert or replace into main.t (a, b) by name select pid as a, 1 as b from events",
+     ["pid"], 1),
+    ("insert into t values (1)", ["cpu"], 0),
+    ("insert into t select pid from events returning *", ALL, None),
+    ("copy (select provider, count(*) from events where ')' = '(' group by 1) to 'x.csv'",
+     ["provider"], 1),
+    ("copy events to 'x.csv'", ALL, None),
+    ("create view v as select provider from events", ALL, None),
     ("pivot events on provider using count(*) group by file", ALL, None),
     ("unpivot (select provider from events) on provider", ALL, 1),
-    ("select count(provider) from t", ["provider"], 0),
+    ("select count(provider) from t", ["cpu"], 0),  # (no scan of events: nothing of it)
     ("select 1", ["cpu"], 0),
     ("set threads = 1", ["cpu"], 0),
     ("select provider, event, count(*) from events group by all", ["provider", "event"], 1),
@@ -286,3 +300,20 @@ def test_a_fifo_is_read_once_and_not_opened_before_the_query(tmp_path):
     expected = ehtool("query", "select count(*) from events a join events b using "
                       "(session_time, cpu, tid)", str(PIPE))
     assert (done.returncode, done.stdout) == (0, expected.stdout), done.stderr
+
+
+def test_statements_that_save_a_query_give_its_rows(tmp_path):
+    """CREATE TABLE AS, INSERT ... SELECT and COPY (...) TO decode only the columns
+    their query reads, and save what it gives."""
+    low = query("select count(*) as n from events where level < 4")[0]["n"]
+    assert 0 < low < 3
+    assert query("create table t as select provider, level from events; "
+                 "insert into t select provider, level from events where level < 4; "
+                 "select count(*) as n, count(distinct provider) as p from t") == [
+        {"n": 3 + low, "p": 1}]
+    out = tmp_path / "by-provider.csv"
+    done = ehtool("query", f"copy (select provider, count(*) as n from events group by 1) "
+                           f"to '{out}' (header)", EVENTHEADER)
+    assert done.returncode == 0, done.stderr
+    with out.open() as f:
+        assert list(csv.DictReader(f)) == [{"provider": "MyProvider", "n": "3"}]
