@@ -498,15 +498,9 @@ def _alive(pid: int) -> bool:
 
 def test_an_input_whose_name_is_not_utf8_is_reported_as_by_one_process(tmp_path):
     """Its error message holds lone surrogates, which a worker's report carries."""
-    import os
+    from fleet import with_a_bad_name
 
-    data = (REPO / "examples" / "sched.data").read_bytes()
-    paths = []
-    for k in range(12):
-        name = os.fsencode(tmp_path) + b"/s%02d%s.data" % (k, b"\xff" if k == 5 else b"")
-        with open(name, "wb") as f:
-            f.write(data[:9000] if k == 5 else data)
-        paths.append(os.fsdecode(name))
+    paths = with_a_bad_name(tmp_path, REPO / "examples" / "sched.data", 12, 5, 9000)
     one = collect(paths, 1)
-    assert one[1] is not None and "s05\udcff.data" in one[1]
+    assert one[1] is not None and "r05\udcff.data" in one[1]
     assert collect(paths, 2) == one

@@ -713,13 +713,10 @@ def test_an_input_whose_name_is_not_utf8_is_reported_as_by_one_process(tmp_path)
     """A path that is not UTF-8 puts lone surrogates into its error message: a worker
     reports it (inside a run of inputs) as one process does; it ended the worker
     without a report ("a decoding worker died"), and the inputs after it in its run."""
-    data = (Path(__file__).resolve().parents[2] / "examples" / "eventheader.data").read_bytes()
-    paths = []
-    for k in range(40):
-        name = os.fsencode(tmp_path) + b"/r%02d%s.data" % (k, b"\xff" if k == 21 else b"")
-        with open(name, "wb") as f:
-            f.write(data[:20000] if k == 21 else data)
-        paths.append(os.fsdecode(name))
+    from fleet import with_a_bad_name
+
+    source = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
+    paths = with_a_bad_name(tmp_path, source, 40, 21, 20000)
     one = _run_files(paths, 1)
     assert len(one[2]) == 1 and "r21\udcff.data" in one[2][0]
     assert _run_files(paths, 2) == one
