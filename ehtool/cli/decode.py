@@ -293,19 +293,23 @@ def _first_input_error(inputs: tuple[str, ...]) -> None:
 
 
 def _openable(path: str) -> bool:
+    """Whether ``path`` can be read: a stream is not opened (a FIFO opened twice would
+    lose its writer), a regular file is."""
     import os
     import stat
 
-    if path == "-":
-        return True
+    from ehtool.perfdata.finding import read_once
+
+    if read_once(path):
+        return path == "-" or os.access(path, os.R_OK)
     try:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):  # a FIFO is not opened twice: its writer would stop
-            return not stat.S_ISDIR(mode) and os.access(path, os.R_OK)
-        os.close(os.open(path, os.O_RDONLY))
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False
-    return True
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
 
 
 #: the options an output format, or .dat input, does not read: given, they are a usage

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import stat
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,9 +54,10 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     from ehtool.cli.signals import exit_on_signals
     from ehtool.decode.options import available_cpus
     from ehtool.errors import UsageError
+    from ehtool.perfdata.finding import read_once
 
     inputs = expand(inputs)
-    once = [p for p in inputs if _read_once(p)]
+    once = [p for p in inputs if read_once(p)]
     if len(set(once)) < len(once):
         raise click.UsageError("standard input ('-') and a FIFO can be read once: give "
                                "each once")
@@ -96,18 +95,6 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     report(inputs, met)
 
 
-def _read_once(path: str) -> bool:
-    """Standard input, or a path that is not a regular file nor a directory (a FIFO,
-    ``<(...)``): read as a stream, once."""
-    if path == "-":
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
-
-
 def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
                jobs: int) -> dict[str, list]:
     """Run one statement over a fresh view 'events' and print its result; the input
@@ -118,6 +105,7 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
     from ehtool.analysis.sql import reads
     from ehtool.cli.signals import interrupting
     from ehtool.errors import UsageError
+    from ehtool.perfdata.finding import read_once
 
     # (a signal ends the block: DuckDB would make it its own error, 'Query interrupted',
     # which the analysis takes for a statement it cannot read)
@@ -128,7 +116,7 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
         return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
                         materialize)
     except _Consumed:
-        once = any(_read_once(p) for p in paths)
+        once = any(read_once(p) for p in paths)
         if materialize or once:
             raise UsageError(_CONSUMED_ONCE if once else _CONSUMED) from None
     return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns, True)
@@ -214,10 +202,11 @@ def _probed(inputs: tuple[str, ...]) -> dict[str, list]:
     magic), each with its error (a FIFO or standard input is not looked at)."""
     from ehtool.errors import InputError
     from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.finding import read_once
 
     problems: dict[str, list] = {}
     for path in inputs:
-        if not _read_once(path):
+        if not read_once(path):
             try:
                 PerfDataFile.probe(path)
             except InputError as exc:
@@ -231,10 +220,11 @@ def _opened(inputs: list[str]) -> dict[str, list]:
     header is read; a FIFO is never opened for a look (its writer would stop)."""
     from ehtool.errors import InputError
     from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.finding import read_once
 
     problems: dict[str, list] = {}
     for path in inputs:
-        if _read_once(path) and path != "-":
+        if read_once(path) and path != "-":
             continue
         met = problems.setdefault(path, [])
         try:

@@ -11,6 +11,19 @@ from collections.abc import Callable
 from ehtool.perfdata.grammar import MAGIC, MAGIC_BE
 
 
+def read_once(path: str) -> bool:
+    """Standard input (``-``), or a path that is neither a regular file nor a directory
+    (a FIFO, ``<(...)``): a stream, read once (a FIFO opened twice would lose its
+    writer)."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def recordings_under(top: str, unreadable: Callable[[OSError], None]) -> list[str]:
     """The regular files under ``top``, at any depth, that start with the perf.data
     magic, in path order; a file that cannot be read is kept (its error is reported
