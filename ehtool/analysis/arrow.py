@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ehtool.errors import InputError, UsageError, combined, input_name
-from ehtool.values.strings import escape_surrogates
+from ehtool.values.strings import escape_surrogates, utf8_text
 from ehtool.values.text import float64_json
 
 #: rows per record batch (memory stays bounded whatever the input size: a batch is
@@ -142,7 +142,7 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     def unfit(row: int, problem: InputError) -> None:
         sink(problem)
     for path in paths:
-        name = input_name(path)
+        name = utf8_text(input_name(path).encode("utf-8", "surrogateescape"))  # (as JSON)
         try:
             with open_events(path, fields=only, part=part, on_error=on_error) as events:
                 for ev in events:

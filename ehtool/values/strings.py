@@ -115,6 +115,12 @@ codecs.register_error("ehtool-ucs4", _ucs4_error)
 # -- encoders -------------------------------------------------------------------
 
 
+def utf8_text(data: Bytes) -> str:
+    """UTF-8 bytes as the text :func:`utf8_json` shows (invalid bytes as Latin-1
+    characters); lone surrogates as :func:`escape_surrogates` writes them."""
+    return escape_surrogates(str(data, "utf-8", "ehtool-utf8"))
+
+
 def utf8_json(data: Bytes) -> bytes:
     """UTF-8 bytes as a JSON string (invalid bytes as Latin-1 characters)."""
     try:

@@ -504,3 +504,20 @@ def test_an_input_whose_name_is_not_utf8_is_reported_as_by_one_process(tmp_path)
     one = collect(paths, 1)
     assert one[1] is not None and "r05\udcff.data" in one[1]
     assert collect(paths, 2) == one
+
+
+def test_a_name_that_is_not_utf8_is_the_file_column_as_json_shows_it(tmp_path):
+    """Its bytes as decode's JSON shows them (an invalid byte as its Latin-1 character),
+    not Python's escape of them."""
+    import io
+    import json
+
+    from ehtool.decode.pipeline import DecodeOptions, decode_to
+    from fleet import with_a_bad_name
+
+    (path,) = with_a_bad_name(tmp_path, REPO / "examples" / "sched.data", 1, 0, 10**9)
+    out = io.BytesIO()
+    assert decode_to(out, [path], DecodeOptions(jobs=1)) == []
+    (key,) = json.loads(out.getvalue().decode("utf-8-sig"))
+    assert key == f"{tmp_path}/r00\xff.data"
+    assert {row["file"] for row in collect([path], 1)[0]} == {key}
