@@ -27,6 +27,9 @@ from ehtool.analysis.arrow import require
 
 #: table functions that read a table named in a string
 _QUERY_FUNCTIONS = frozenset(("query", "query_table"))
+#: functions and schemas that show the catalog (events' columns among it) as rows
+_CATALOG_FUNCTIONS = ("duckdb_", "pragma_")
+_CATALOG_SCHEMAS = frozenset(("information_schema", "pg_catalog"))
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,6 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
     walk.visit(tree)
     if walk.unknown:
         return Reads(None, None)
-    if not walk.scans:  # (a star over another table: nothing of events)
-        return Reads([names[_CHEAP]], 0)
     if walk.everything or walk.values & walk.tables:
         return Reads(None, walk.scans)
     wanted = walk.columns
@@ -219,6 +220,8 @@ class _Walk:
                     self.everything = True  # events e(a, b): columns renamed
             elif name in self.user:
                 self.unknown = True
+            elif str(node.get("schema_name", "")).lower() in _CATALOG_SCHEMAS:
+                self.everything = True  # information_schema.columns: events' columns
         elif kind == "JOIN":
             self.columns.update(c.lower() for c in node.get("using_columns") or ())
             if node.get("ref_type") == "NATURAL":
@@ -227,3 +230,5 @@ class _Walk:
             name = str(node.get("function_name", "")).lower()
             if name in _QUERY_FUNCTIONS or name in self.user:
                 self.unknown = True
+            elif name.startswith(_CATALOG_FUNCTIONS):  # events' columns, as data
+                self.everything = True
