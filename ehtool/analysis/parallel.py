@@ -195,8 +195,8 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
             out = pool.output(head)
             with out or contextlib.nullcontext():
                 rows = _Rows(pa.ipc.open_stream(out) if out is not None else iter(()))
+                last = head.last or len(head.paths) > 1  # (a run's files are whole)
                 for entry in (_FileReport(**f) for f in report.files):
-                    last = head.last or len(head.paths) > 1  # (a run's files are whole)
                     yield from _file_rows(entry, rows, met, seen, problems)
                     if entry.fatal:
                         if problems is None:

@@ -125,6 +125,16 @@ def saved_query(sql: str) -> str | None:
     def rest() -> str | None:
         return sql[tokens[k][0]:] if k < len(tokens) else None
 
+    def parenthesized() -> bool:  # at "(": past its matching ")" (False: none)
+        nonlocal k
+        depth = 0
+        while k < len(words):
+            depth += {"(": 1, ")": -1}.get(words[k], 0)
+            k += 1
+            if not depth:
+                return True
+        return False
+
     if take("create"):
         if take("or"):
             take("replace")
@@ -141,22 +151,14 @@ def saved_query(sql: str) -> str | None:
             return None
         if take("as") and not name():
             return None
-        if take("("):
-            depth = 1
-            while k < len(words) and depth:
-                depth += {"(": 1, ")": -1}.get(words[k], 0)
-                k += 1
+        if k < len(words) and words[k] == "(" and not parenthesized():
+            return None
         if take("by") and not take("name", "position"):
             return None
         return rest()
     if take("copy") and k < len(words) and words[k] == "(":
-        start, depth = k, 0
-        while k < len(words):
-            depth += {"(": 1, ")": -1}.get(words[k], 0)
-            k += 1
-            if not depth:
-                break
-        if depth or not take("to"):
+        start = k
+        if not (parenthesized() and take("to")):
             return None
         return sql[tokens[start][0] + 1:tokens[k - 2][0]]
     return None
