@@ -365,7 +365,7 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
              filtered: Any) -> None:
     """``--format parquet``: the rows of ``ehtool.analysis.arrow`` (on ``jobs`` processes),
     to -o FILE or a pipe, or (``--split-by-event``) a directory of datasets per event."""
-    from ehtool.analysis.arrow import require
+    from ehtool.analysis.arrow import require, without_pandas
     from ehtool.analysis.parallel import write_parquet
     from ehtool.cli.problems import report
     from ehtool.decode.atomic import atomic_directory, atomic_output
@@ -392,6 +392,7 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
     if (output is None or output == "-") and sys.stdout.isatty():
         raise click.UsageError("Parquet is binary: write it with -o FILE or to a pipe")
     require("pyarrow.parquet")
+    without_pandas()
     if output is None or output == "-":
         write_parquet(list(inputs), sys.stdout.buffer, jobs, problems)
     else:

@@ -48,7 +48,7 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
                     where event = 'Request' group by all" perf.data
     """
     from ehtool.allocator import fewer_collections, keep_freed_memory
-    from ehtool.analysis.arrow import require
+    from ehtool.analysis.arrow import require, without_pandas
     from ehtool.cli.inputs import expand
     from ehtool.cli.problems import report
     from ehtool.cli.signals import exit_on_signals
@@ -66,6 +66,7 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
     keep_freed_memory()
     click.get_current_context().call_on_close(fewer_collections())
     duckdb = require("duckdb")
+    without_pandas()
     con = duckdb.connect()
     try:
         statements = con.extract_statements(sql)
@@ -284,11 +285,37 @@ def _print(table: Any, kinds: list[str], out_format: str) -> None:
 
 
 def _values(pa: Any, column: Any) -> list:
-    """A column's Python values; timestamps as integers of their unit (to_pylist would
-    drop nanoseconds)."""
-    if pa.types.is_timestamp(column.type):
-        return column.cast(pa.int64()).to_pylist()
-    return column.to_pylist()
+    """A column's Python values; timestamps, at any depth, as integers of their unit
+    (to_pylist would drop nanoseconds, or need pandas for them)."""
+    plain = _without_timestamps(pa, column.type)
+    return (column if plain is None else column.cast(plain)).to_pylist()
+
+
+def _without_timestamps(pa: Any, type_: Any) -> Any:
+    """``type_`` with int64 for each timestamp in it; None when it has none."""
+    t = pa.types
+    if t.is_timestamp(type_):
+        return pa.int64()
+    if t.is_map(type_):
+        key = _without_timestamps(pa, type_.key_type)
+        item = _without_timestamps(pa, type_.item_type)
+        if key is None and item is None:
+            return None
+        return pa.map_(key or type_.key_type, item or type_.item_type)
+    if t.is_list(type_) or t.is_large_list(type_) or t.is_fixed_size_list(type_):
+        item = _without_timestamps(pa, type_.value_type)
+        if item is None:
+            return None
+        if t.is_fixed_size_list(type_):
+            return pa.list_(item, type_.list_size)
+        return (pa.large_list if t.is_large_list(type_) else pa.list_)(item)
+    if t.is_struct(type_):
+        plain = [_without_timestamps(pa, f.type) for f in type_]
+        if all(p is None for p in plain):
+            return None
+        return pa.struct([f.with_type(p) if p is not None else f
+                          for f, p in zip(type_, plain, strict=True)])
+    return None
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -326,13 +353,13 @@ def _csv_column(pa: Any, column: Any, type_: Any, encode: Callable[[Any], bytes]
                          for v in _values(pa, column)], type=pa.string())
     if t.is_nested(type_):
         return pa.array([None if v is None else encode(v).decode()
-                         for v in column.to_pylist()], type=pa.string())
+                         for v in _values(pa, column)], type=pa.string())
     return column
 
 
 def _encoder(pa: Any, type_: Any, kind: str = "") -> Callable[[Any], bytes]:
-    """JSON text of a non-null value of Arrow type ``type_`` (from ``to_pylist``; an
-    integer of its unit for a timestamp) and DuckDB type ``kind``: decode's texts for
+    """JSON text of a non-null value of Arrow type ``type_`` (from :func:`_values`: an
+    integer of its unit for a timestamp, at any depth) and DuckDB type ``kind``: decode's texts for
     floats (NaN and infinities as strings), timestamps (ISO, ``Z`` when it has a zone)
     and bytes (hex); JSON columns as their JSON; BIT as DuckDB's text (``"101"``);
     decimals as numbers; other types as their text."""
@@ -366,9 +393,10 @@ def _encoder(pa: Any, type_: Any, kind: str = "") -> Callable[[Any], bytes]:
         return lambda v: b"[" + b",".join(b"null" if x is None else item(x) for x in v) + b"]"
     if t.is_map(type_):
         value = _encoder(pa, type_.item_type)
+        key = (_timestamp_encoder(type_.key_type) if t.is_timestamp(type_.key_type)
+               else lambda k: str_json(str(k)))
         return lambda v: b"{" + b",".join(
-            str_json(str(k)) + b":" + (b"null" if x is None else value(x))
-            for k, x in v) + b"}"
+            key(k) + b":" + (b"null" if x is None else value(x)) for k, x in v) + b"}"
     if t.is_struct(type_):
         fields = [(f.name, str_json(f.name) + b":", _encoder(pa, f.type)) for f in type_]
         return lambda v: b"{" + b",".join(
@@ -393,24 +421,11 @@ def _interval_json(v: Any) -> bytes:
 
 def _timestamp_encoder(type_: Any) -> Callable[[Any], bytes]:
     """Timestamps as decode writes them, ``YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ``; without a
-    zone (DuckDB's TIMESTAMP) the same without ``Z``."""
-    import datetime
-
+    zone (DuckDB's TIMESTAMP) the same without ``Z``; from an integer of the type's unit
+    (:func:`_values`)."""
     from ehtool.values.text import utc_ns_json
 
     scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[type_.unit]
-    epoch = datetime.datetime(1970, 1, 1)
-    zoned = type_.tz is not None
-
-    def ns(v: Any) -> int:
-        if isinstance(v, int):
-            return v * scale
-        if hasattr(v, "value"):  # pandas.Timestamp (in a nested value): ns, UTC if zoned
-            return v.value
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.UTC).replace(tzinfo=None)
-        return (v - epoch) // datetime.timedelta(microseconds=1) * 1000
-
-    if zoned:
-        return lambda v: utc_ns_json(ns(v))
-    return lambda v: utc_ns_json(ns(v))[:-2] + b'"'
+    if type_.tz is not None:
+        return lambda v: utc_ns_json(v * scale)
+    return lambda v: utc_ns_json(v * scale)[:-2] + b'"'

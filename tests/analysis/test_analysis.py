@@ -243,6 +243,45 @@ def test_query_jsonl_and_csv_values():
         "i": "P0M0DT5400S"}
 
 
+def test_query_times_at_any_depth_keep_their_nanoseconds():
+    """Times inside lists, structs and maps are written as at the top, to the
+    nanosecond, in a process that never imports pandas (pyarrow needs it to give them
+    as Python values: it said "Nanosecond resolution temporal type ... is not safely
+    convertible")."""
+    path = str(REPO / "examples" / "eventheader.data")
+    first = "2026-11-22T12:18:31.730540216"
+    sql = ("select min(time) as t, [min(time)] as l, {'a': min(time), 'b': [max(time)]} as s, "
+           "map([min(time)], [1]) as m, [min(time)::timestamp] as naive, "
+           "[min(time)::timestamp_ms] as ms from events")
+    done = ehtool("query", "--format", "jsonl", sql, path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "t": first + "Z", "l": [first + "Z"],
+        "s": {"a": first + "Z", "b": ["2026-11-22T12:18:39.661435143Z"]},
+        "m": {first + "Z": 1}, "naive": ["2026-11-22T12:18:31.730540000"],
+        "ms": ["2026-11-22T12:18:31.731000000"]}
+
+
+@pytest.mark.parametrize("args", [
+    ("query", "select provider, min(time), count(*) from events group by all"),
+    ("query", "--format", "jsonl", "select [time] as l, fields from events"),
+    ("decode", "--format", "parquet", "-o", "{out}"),
+])
+def test_query_and_parquet_do_not_import_pandas(args, tmp_path):
+    """pyarrow's first array of a Python list imports pandas, 0.3-0.5 s and ~40 MB, to
+    ask whether the list is a pandas object; query and Parquet output never need it."""
+    pytest.importorskip("pandas", reason="pandas is not installed: nothing to keep out")
+    args = tuple(a.replace("{out}", str(tmp_path / "out.parquet")) for a in args)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "ehtool", *args,
+                           str(REPO / "examples" / "eventheader.data")],
+                          capture_output=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [line.rsplit(b"|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith(b"import time:")]
+    assert b"pyarrow.lib" in imported  # (the run did reach pyarrow)
+    assert not [m for m in imported if m.startswith(b"pandas.")]
+
+
 def test_read_perfdata_errors_warn_keeps_what_decodes(tmp_path):
     """A cut file failed the whole Dask computation; errors="warn" keeps its events (as
     decode and query do) and warns; the default still raises."""
