@@ -133,14 +133,12 @@ class SampleConverter:
                 parts, error = None, str(exc)
             if parts is not None:
                 layout, act, fields = parts
-                flags, version, ident, tag, opcode, level = layout.header
-                info = layout.name
-                activity, related = activity_ids(act)
-                meta.update(id=ident, version=version, level=level, keyword=info.keyword,
-                            opcode=opcode, tag=tag, activity=activity,
-                            related_activity=related, options=info.options, flags=flags)
-                return Event(layout.title, info.provider, layout.parsed.event_name, sample.time,
-                             meta, fields, sample.desc.name, True, utc, None, sample.offset)
+                meta.update(layout.meta)
+                if act:
+                    meta["activity"], meta["related_activity"] = activity_ids(act)
+                return Event(layout.title, layout.name.provider, layout.parsed.event_name,
+                             sample.time, meta, fields, sample.desc.name, True, utc, None,
+                             sample.offset)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
         elif only is None:

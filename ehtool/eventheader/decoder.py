@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ehtool.eventheader.cplan import native_check
 from ehtool.eventheader.enums import (
     EXTENSION_KIND_CHAIN_FLAG,
     HEADER_FLAGS_KNOWN,
@@ -304,6 +305,9 @@ class TypedDecoder:
         payload = offset + layout.skip
         if only is None:
             return layout, act, parsed.read(data, payload, offset)
+        if not only and parsed.check is not None:  # no field: the event checked whole
+            parsed.check(data, payload, offset)
+            return layout, act, Fields(())
         key = (layout.little, layout.metadata, only)
         plan = self._plans.get(key)
         if plan is None:
@@ -330,8 +334,13 @@ class TypedDecoder:
             return None
         assert name is not None  # (read_event said so)
         parsed = self._parse(raw.metadata, raw.little)
+        flags, version, ident, tag, opcode, level = raw.header
         layout = EventLayout(name, raw.header, raw.little, raw.metadata, parsed,
-                             raw.payload - offset, f"{name.provider}:{parsed.event_name}")
+                             raw.payload - offset, f"{name.provider}:{parsed.event_name}",
+                             {"id": ident, "version": version, "level": level,
+                              "keyword": name.keyword, "opcode": opcode, "tag": tag,
+                              "activity": None, "related_activity": None,
+                              "options": name.options, "flags": flags})
         key = prefix_key(data, offset, raw)
         if key is not None:
             if self._remembered >= self._cache_size:  # (all of them: bounded as _metadata)
@@ -357,10 +366,11 @@ class TypedDecoder:
         if hit is None:
             name, defs = parse_metadata(metadata, little)
             event_name, _, attributes = name.partition(b";")
+            fits = len(defs) <= TOP_LEVEL_FIELD_LIMIT
             hit = ParsedMetadata(event_name.decode("utf-8", "replace"),
                                  attributes.decode("utf-8", "replace"), defs,
-                                 fields_reader(defs, little)
-                                 if len(defs) <= TOP_LEVEL_FIELD_LIMIT else None)
+                                 fields_reader(defs, little) if fits else None,
+                                 _whole_check(defs, little) if fits else None)
             self._metadata[key] = hit
             if len(self._metadata) > self._cache_size:
                 self._metadata.popitem(last=False)
@@ -385,6 +395,10 @@ class ParsedMetadata(NamedTuple):
     defs: list[FieldDef]
     #: fields_reader(defs, byte order); None past TOP_LEVEL_FIELD_LIMIT top-level fields
     read: Callable[[bytes, int, int], Fields] | None
+    #: ``check(data, p, o)``: the field data checked whole, decoding nothing (the C
+    #: walk of the JSON renderer's bounds; where it cannot finish, the walk of
+    #: ``decode(only=())`` raises why); None without the C module
+    check: Callable[[bytes, int, int], object] | None
 
 
 class EventLayout(NamedTuple):
@@ -397,6 +411,19 @@ class EventLayout(NamedTuple):
     parsed: ParsedMetadata
     skip: int  # the field data's offset from the event's start
     title: str  # ``provider:event``
+    #: the typed event's meta items from the header and the name (``ehtool.events``),
+    #: activity ids None: id, version, level, keyword, opcode, tag, activity,
+    #: related_activity, options, flags (do not change it)
+    meta: dict[str, Any]
+
+
+def _whole_check(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], object] | None:
+    """The C check of :attr:`ParsedMetadata.check`, or None."""
+    plan = _skip_plan(defs, frozenset())
+
+    def walk(data: bytes, p: int, o: int) -> None:  # (where the C walk stops: why)
+        _Walker(data, little, o).planned(plan, p)
+    return native_check(defs, little, walk)
 
 
 def _skip_plan(defs: list[FieldDef], only: frozenset[bytes]) -> list[tuple[int, Any]]:

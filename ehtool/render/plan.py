@@ -30,6 +30,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.eventheader.cplan import native_render
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import (
@@ -40,7 +41,6 @@ from ehtool.eventheader.grammar import (
     parse_metadata,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
-from ehtool.render.cplan import native_render
 from ehtool.render.style import JsonStyle
 from ehtool.values import text as v
 

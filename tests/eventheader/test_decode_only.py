@@ -61,3 +61,38 @@ def test_mutated_events(events, seed):
             elif data:
                 data[rng.randrange(len(data))] = rng.randrange(256)
         _check(decoder, name, bytes(data))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_c_check_gives_the_walks_verdict(events, seed, monkeypatch):
+    """``decode(only=())`` checks an event whole with the C walk of the JSON renderer's
+    bounds (``ParsedMetadata.check``): the same verdict and message as the Python walk,
+    on the reference events and on copies cut or changed in their field data."""
+    from ehtool.eventheader import decoder as module
+    from ehtool.speedups import load
+
+    if load() is None:
+        pytest.skip("the C module is not built (or EHTOOL_PURE is set): no C check")
+    fast = TypedDecoder()
+    monkeypatch.setattr(module, "_whole_check", lambda defs, little: None)
+    walked = TypedDecoder()
+    monkeypatch.undo()
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(3000):
+        name, data = rng.choice(events)
+        found = fast.identify(name, data)
+        if found is None:
+            continue
+        start = found[1].payload
+        data = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            if len(data) > start and rng.random() < 0.3:
+                del data[rng.randrange(start, len(data) + 1):]
+            elif len(data) > start:
+                data[rng.randrange(start, len(data))] = rng.choice((0, 1, 0xFF, rng.randrange(256)))
+        data = bytes(data)
+        assert _decode(fast, name, data, frozenset()) == _decode(walked, name, data, frozenset())
+        checked += fast.identify(name, data) is not None
+    assert checked > 2000
+    assert sum(p.check is not None for p in fast._metadata.values()) > 10

@@ -1,4 +1,6 @@
-"""EventHeader field definitions -> the op list of the C renderer (``_speedups.Plan``).
+"""EventHeader field definitions -> the op list of the C renderer (``_speedups.Plan``),
+and of the C check of an event's bounds alone (:func:`native_check`: the typed layer's
+``decode(only=())``, which decodes no field but checks the event whole).
 
 The ops follow :class:`ehtool.render.plan._Generator` member for member:
 the same literals (keys, separators, braces), the same value rules (the
@@ -14,13 +16,12 @@ get no C plan at all.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
-from ehtool.render.style import JsonStyle
 from ehtool.speedups import (
     FX_BOOL,
     FX_HEX,
@@ -35,12 +36,44 @@ from ehtool.speedups import (
     load,
 )
 
-__all__ = ["native_render"]
+__all__ = ["Literals", "native_check", "native_render"]
+
+
+class Literals(Protocol):
+    """The texts between values (``ehtool.render.style.JsonStyle``)."""
+
+    first: bytes
+    sep: bytes
+    close_obj: bytes
+    close_arr: bytes
+    empty_arr: bytes
+    empty_obj: bytes
+
+    def member_key(self, name: bytes, tag: int, first: bool) -> bytes: ...
+
+
+class _NoLiterals:
+    """No text at all: a plan whose ``check`` alone is used (literals are not bounds)."""
+
+    first = sep = close_obj = close_arr = empty_arr = empty_obj = b""
+
+    def member_key(self, name: bytes, tag: int, first: bool) -> bytes:
+        return b""
 class _Unsupported(Exception):
     """The definitions fail every event: the generated Python renderer serves alone."""
 
 
-def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
+def native_check(defs: list[FieldDef], little: bool,
+                 fallback: Callable[[bytes, int, int], object]) -> Any:
+    """``check(data, p, o)``: the C walk of the bounds of an event's field data that the
+    C renderer of ``defs`` makes (as ``Plan.check``), calling ``fallback(data, p, o)``
+    where the C code cannot finish (malformed: it raises why, or a limit the C code
+    leaves to Python); None when there is no C renderer for ``defs``."""
+    plan, _ = native_render(defs, little, _NoLiterals(), fallback)
+    return None if plan is None else plan.check
+
+
+def native_render(defs: list[FieldDef], little: bool, style: Literals,
                   fallback: Callable[[bytes, int, int], bytes]) -> tuple[Any, tuple[int, ...]]:
     """The C renderer of ``defs`` (a ``_speedups.Plan``: ``render(data, p, o) -> bytes``,
     and ``check(data, p, o)``, its bounds alone) and, per top-level field, the index in
@@ -66,7 +99,7 @@ def native_render(defs: list[FieldDef], little: bool, style: JsonStyle,
 
 
 class _Compiler:
-    def __init__(self, style: JsonStyle, little: bool) -> None:
+    def __init__(self, style: Literals, little: bool) -> None:
         self.style = style
         self.little = little
 
