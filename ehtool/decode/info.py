@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ehtool.perfdata.counts import RecordCounts
 from ehtool.perfdata.grammar import RecordType
 
 _RECORD_NAMES = {RecordType.LOST: "lost", RecordType.LOST_SAMPLES: "lost_samples",
@@ -23,27 +22,23 @@ def summarize(path: str) -> dict[str, Any]:
 
     per_event: Counter[str] = Counter()
     per_eventheader: Counter[str] = Counter()
-    counts = RecordCounts()
     first = last = None
     problems: list[InputError] = []
     with PerfDataFile.open(path) as f:
         f.on_error = problems.append
         identify = SampleConverter(big_endian=f.big_endian).identify
         try:
-            for rec in f.records(order="file", nonsample=True):
-                desc = getattr(rec, "desc", None)
-                if getattr(rec, "raw", None) is not None and desc is not None:
-                    per_event[desc.name or "?"] += 1
-                    if desc.format is not None and desc.format.eventheader_offset is not None:
-                        provider, event, level, _ = identify(rec)
-                        if level is not None:
-                            per_eventheader[f"{provider}:{event}"] += 1
-                    t = rec.time
-                    if t is not None:
-                        first = t if first is None or t < first else first
-                        last = t if last is None or t > last else last
-                else:
-                    counts.add(rec.type, rec.body)
+            for sample in f.samples(order="file"):
+                desc = sample.desc
+                per_event[desc.name or "?"] += 1
+                if desc.format is not None and desc.format.eventheader_offset is not None:
+                    provider, event, level, _ = identify(sample)
+                    if level is not None:
+                        per_eventheader[f"{provider}:{event}"] += 1
+                t = sample.time
+                if t is not None:
+                    first = t if first is None or t < first else first
+                    last = t if last is None or t > last else last
         except EhtoolError as exc:  # where reading stops: the summary of what came before
             problems.append(exc)
         info = f.info
@@ -73,7 +68,7 @@ def summarize(path: str) -> dict[str, Any]:
                              "decompressed_bytes": f.compression.decompressed,
                              "ratio": round(f.compression.ratio, 3)}
                             if f.compression.records else None),
-            "lost_events": counts.lost,
+            "lost_events": f.lost.lost,
             "events": dict(per_event.most_common()),
             "eventheader_events": dict(per_eventheader.most_common()),
             "problems": [str(p) for p in problems],

@@ -12,7 +12,8 @@
         f.session.time_json(s.time)  # b'"2024-03-28T00:45:12.640913120Z"' (bare number w/o -k)
         f.session.comm(tid)          # thread name from COMM records, or None
         f.info.hostname, f.info.osrelease, f.info.perf_version, f.info.clock_data, ...
-        f.big_endian, f.long_size, f.descs, f.counts
+        f.big_endian, f.long_size, f.descs, f.counts  # records per type, so far
+        f.lost.lost                  # events lost (LOST and LOST_SAMPLES records), so far
 
 Iteration yields every complete record, then raises ``ehtool.errors.InputError``
 (file and offset in the message) when the input is truncated or corrupt, so a

@@ -42,6 +42,8 @@ def payload_size(rtype: int, buf: Any, pos: int, size: int,
 #: (record type, offset of its u64 "lost" count, the least record size that holds it)
 _LOST_AT = {rtype: (at, at + 8) for rtype, at in ((_LOST, _offset(_LOST, "lost")),
                                                   (_LOST_SAMPLES, _offset(_LOST_SAMPLES, "lost")))}
+#: the records that say how many events were lost
+LOST_TYPES = frozenset(_LOST_AT)
 
 
 @dataclass

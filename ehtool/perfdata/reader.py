@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 from ehtool.errors import STDIN_NAME, InputError, combined
 from ehtool.eventheader.dat import looks_like_capture
 from ehtool.perfdata.compression import Compression
+from ehtool.perfdata.counts import RecordCounts
 from ehtool.perfdata.grammar import (
     FILE_HEADER_SIZE,
     PIPE_HEADER_SIZE,
@@ -72,6 +73,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self.descs: list[EventDesc] = []
         #: record counts by type, filled while iterating
         self.counts: dict[int, int] = {}
+        #: events the kernel lost (LOST and LOST_SAMPLES records), counted while iterating
+        self.lost = RecordCounts()
         self._readers: dict[int, Callable] = {}  # sample id -> sample reader
         self._desc_by_id: dict[int, EventDesc] = {}
         self._id_at = -1  # sample id offset from the record start, -1 none
@@ -275,6 +278,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             if self.pipe_mode:  # metadata arrived with the records: read them once
                 raise RuntimeError("a pipe-mode PerfDataFile can be iterated once")
             self.counts = {}
+            self.lost = RecordCounts()
             self.compression = Compression()
             self._deferred = []
             self._fatal = None

@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.perfdata.counts import RecordCounts
 from ehtool.perfdata.grammar import RecordType, grammar_for
 from ehtool.perfdata.hotpath import HEADER_SIZE, header_struct
 from ehtool.speedups import load as load_speedups
@@ -108,12 +109,13 @@ class Split:
     def _apply_quietly(self, rtype: int, buf: Any, pos: int, size: int, end: int) -> int:
         """Apply a metadata record while looking for the split point: its problems are
         the first core's to report (it reads the same record), so none are kept here."""
-        saved = self.counts, self.on_error, self._fatal
-        self.counts, self.on_error = dict(self.counts), lambda err: None
+        saved = self.counts, self.lost, self.on_error, self._fatal
+        self.counts, self.lost = dict(self.counts), RecordCounts()
+        self.on_error = lambda err: None
         try:
             return self._other(rtype, buf, pos, size, end, 0, [], [])
         finally:
-            self.counts, self.on_error, self._fatal = saved
+            self.counts, self.lost, self.on_error, self._fatal = saved
 
     def stop_at_split(self, target: int | None = None) -> None:
         """Make the next iteration end where :meth:`split_point` (same ``target``) would

@@ -11,7 +11,7 @@ import construct as c
 
 from ehtool.errors import InputError
 from ehtool.perfdata.compression import compressed_data, compressed_size, zstd_decompressor
-from ehtool.perfdata.counts import payload_size
+from ehtool.perfdata.counts import LOST_TYPES, payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType, grammar_for
 from ehtool.perfdata.hotpath import (
     HEADER_SIZE,
@@ -116,6 +116,8 @@ class RecordWalk:
                 counts[rtype] = counts.get(rtype, 0) + 1
                 if rtype in _THREAD_FIELDS:
                     self._learn_thread(rtype, buf, pos, size)
+                elif rtype in LOST_TYPES:
+                    self.lost.add_bytes(rtype, buf, pos, size, u64)
                 pos += size
                 continue
             nxt = self._other(rtype, buf, pos, size, end, base, out, flushes)
@@ -161,6 +163,8 @@ class RecordWalk:
                out: list, flushes: list[int]) -> int:
         """Handle a non-sample record; return the next position, or -1 to stop."""
         self.counts[rtype] = self.counts.get(rtype, 0) + 1
+        if rtype in LOST_TYPES:
+            self.lost.add_bytes(rtype, buf, pos, size, self._u64)
         nxt = pos + size
         g = self.grammar
         offset = base + pos
