@@ -198,6 +198,11 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self._data_start = h.data.offset
         if h.data.size == 0:  # perf killed before it finalized the header: read to EOF
             self._declared_end = file_len
+            self._defer(InputError(
+                "perf did not finish this file (killed?): the header's data size is 0, so "
+                "the records are read to the end of the file, and the feature sections "
+                "(event names, tracepoint formats) are missing; tracepoints show as raw "
+                "bytes (on the recording machine, try --formats-from-host)", name, 48))
         else:
             self._declared_end = h.data.offset + h.data.size
             if self._declared_end <= file_len:

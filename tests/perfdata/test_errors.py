@@ -103,9 +103,15 @@ def test_unfinalised_data_size_reads_to_eof(tmp_path):
     struct.pack_into("<Q", data, 48, 0)
     p = tmp_path / "killed.data"
     p.write_bytes(data[:data_offset + data_size])  # no feature sections either
-    with PerfDataFile.open(p) as f:
+    problems = []
+    with PerfDataFile.open(p, on_error=problems.append) as f:
         got = list(f.samples())
     assert len(got) == 27
+    # said once, at the data size field: the names and formats are missing (exit 1)
+    assert [(e.offset, "perf did not finish this file" in str(e)) for e in problems] == [
+        (48, True)]
+    with PerfDataFile.open(p) as f, pytest.raises(InputError, match="data size is 0"):
+        list(f.samples())
     # names and formats lived in the lost feature sections; the attrs remain
     assert {s.desc.attr.type for s in got} == {2} and {s.desc.name for s in got} == {""}
     with PerfDataFile.open(DATA / "sched-ids.data") as f:
