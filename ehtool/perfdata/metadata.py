@@ -13,7 +13,7 @@ import construct as c
 
 from ehtool.caches import Bounded
 from ehtool.errors import InputError
-from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature
+from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature, ReadFormat
 from ehtool.perfdata.hotpath import (
     feature_reader,
     id_offsets,
@@ -94,6 +94,8 @@ class Metadata:
 
     def _add_desc(self, attr: Any, ids: list[int], offset: int, name: str = "") -> EventDesc:
         desc = EventDesc(attr, ids, name, len(self.descs))
+        if attr.read_format & ReadFormat.LOST:  # (see RecordCounts)
+            self.lost.counters = True
         id_at, nid_at = id_offsets(self.grammar, attr.sample_type)
         if not attr.flags.sample_id_all:
             nid_at = -1

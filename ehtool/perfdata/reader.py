@@ -283,7 +283,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             if self.pipe_mode:  # metadata arrived with the records: read them once
                 raise RuntimeError("a pipe-mode PerfDataFile can be iterated once")
             self.counts = {}
-            self.lost = RecordCounts()
+            self.lost = RecordCounts(counters=self.lost.counters)
             self.compression = Compression()
             self._deferred = []
             self._fatal = None

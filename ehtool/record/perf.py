@@ -487,17 +487,21 @@ RecordingStats = RecordCounts
 
 def scan_recording(path: str | Path) -> RecordingStats:
     """Count samples and lost events in a perf.data file (errors are collected, not raised)."""
+    import dataclasses
+
     from ehtool.errors import EhtoolError
-    from ehtool.perfdata.grammar import RecordType
     from ehtool.perfdata.reader import PerfDataFile
 
-    stats = RecordingStats()
-    sample = int(RecordType.SAMPLE)
+    errors: list[str] = []
+    samples = 0
+    lost = RecordingStats()
     try:
-        with PerfDataFile.open(str(path), on_error=lambda e: stats.errors.append(str(e))) as data:
-            for record in data.records(order="file"):
-                stats.add(sample if record.is_sample else record.type, record.body
-                          if not record.is_sample else None)
+        with PerfDataFile.open(str(path), on_error=lambda e: errors.append(str(e))) as data:
+            try:
+                for batch in data.batches("file", nonsample=False):
+                    samples += len(batch)
+            finally:
+                lost = data.lost  # (the reader counts the lost events as it walks)
     except EhtoolError as exc:
-        stats.errors.append(str(exc))
-    return stats
+        errors.append(str(exc))
+    return dataclasses.replace(lost, samples=samples, errors=errors)
