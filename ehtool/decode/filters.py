@@ -197,13 +197,17 @@ class Selection:
                     or self.level is not None or self.keyword is not None)
 
     @property
+    def names_threads(self) -> bool:
+        """Whether selection looks at thread names (--comm, or comm in the expression)."""
+        names = self.expr.names if self.expr is not None else frozenset()
+        return bool(self.comms) or "comm" in {meta_name(n) for n in names}
+
+    @property
     def parallel_safe(self) -> bool:
         """False when selection depends on earlier records (thread names; for --since and
         --until the first time, and whether any event was in the window). The names
         the expression found travel back from the second process (report/absorb)."""
-        names = self.expr.names if self.expr is not None else frozenset()
-        return not (self.comms or self.since or self.until
-                    or "comm" in {meta_name(n) for n in names})
+        return not (self.names_threads or self.since or self.until)
 
     def report(self) -> list[str]:
         """What the second process learnt that the first must know: the names found."""

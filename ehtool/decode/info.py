@@ -26,6 +26,7 @@ def summarize(path: str) -> dict[str, Any]:
     problems: list[InputError] = []
     with PerfDataFile.open(path) as f:
         f.on_error = problems.append
+        f.threads = False  # (no thread names shown)
         identify = SampleConverter(big_endian=f.big_endian).identify
         try:
             for sample in f.samples(order="file"):

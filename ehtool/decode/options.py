@@ -32,6 +32,10 @@ class EventSelection(Protocol):
     def parallel_safe(self) -> bool:
         """False when selecting an event needs the records before it."""
 
+    @property
+    def names_threads(self) -> bool:
+        """True when selecting an event looks at thread names (``session.comm``)."""
+
     def bind(self, perf_file: PerfDataFile) -> None:
         """Called with each opened PerfDataFile before its records are read."""
 

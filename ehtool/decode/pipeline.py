@@ -181,6 +181,9 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
     problems: list[InputError] = []
     with PerfDataFile.open(path, on_error=problems.append) as f:
         progress.reading = f
+        # thread names only when shown or selected on (COMM and FORK records are skipped)
+        f.threads = "comm" in options.meta or (options.selection is not None
+                                               and options.selection.names_threads)
         if options.formats_from_host and f.missing_formats():
             from ehtool.decode.host_formats import attach_host_formats
 

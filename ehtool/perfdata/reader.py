@@ -86,6 +86,10 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self._thread_at: dict[int, tuple[int, int]] = {}  # COMM/FORK -> its fields' indexes
         self._deferred: list[InputError] = []
         self._want_records = False  # (set by each iteration)
+        #: learn thread names (COMM, FORK) for ``session.comm``; False: never (faster)
+        self.threads = True
+        #: thread updates put among the records, and applied (RecordWalk._named)
+        self._named_out = self._named_done = 0
         #: ``perf record -z``: bytes before and after decompression, the zstd stream
         self.compression = Compression()
         self._fatal: InputError | None = None
@@ -289,13 +293,15 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             self._fatal = None
         self._consumed = True
         self._want_records = nonsample
+        self._named_out = self._named_done = 0
         batches = self._stream_batches() if self._stream is not None else self._mmap_batches()
         if order == "file":
             for items, _flushes in batches:
                 if items:
-                    yield items
+                    yield from self._named(items)
         else:
-            yield from rounds_by_time(batches)
+            for items in rounds_by_time(batches):
+                yield from self._named(items)
         self._check_compressed_end(self.position)
         self._raise_pending()
 

@@ -8,6 +8,7 @@ JSON number ``<sec>.<9-digit ns>`` of the session clock.
 
 from __future__ import annotations
 
+from ehtool.values.strings import utf8_text
 from ehtool.values.times import format_utc_seconds
 
 CLOCKID_UNKNOWN = 0xFFFFFFFF
@@ -59,24 +60,35 @@ class SessionClock:
         return self.time_json(time).decode("ascii").strip('"')
 
 
+#: the idle task's name, as perf shows it (no COMM record names thread 0)
+IDLE_COMM = "swapper"
+
+
 class Session:
-    """What a record stream has taught so far: thread names and the clock."""
+    """What a record stream has taught so far: thread names and the clock. A name is
+    each thread's as of the records read so far in time order (the reader applies COMM
+    and FORK records where they come among the samples it hands on)."""
 
     def __init__(self) -> None:
         self.clock = SessionClock()
-        self._comm: dict[int, str] = {}
+        self._comm: dict[int, str] = {0: IDLE_COMM}
         self.time_json = self.clock.time_json
 
     def comm(self, tid: int) -> str | None:
-        """The thread's latest name from COMM (or inherited at FORK), if seen."""
+        """The thread's name from COMM (or inherited at FORK), if seen."""
         return self._comm.get(tid)
 
     @property
     def comms(self) -> dict[int, str]:
-        """Thread id -> latest name: the live dict :meth:`comm` reads (do not change it)."""
+        """Thread id -> name: the live dict :meth:`comm` reads (do not change it)."""
         return self._comm
 
     def set_comm(self, tid: int, comm: str) -> None:
+        """Name a thread; ``comm`` as the record's bytes decoded as Latin-1 (the grammar's
+        rule), shown as UTF-8 text (invalid bytes as their Latin-1 characters) as perf
+        shows it."""
+        if not comm.isascii():
+            comm = utf8_text(comm.encode("latin-1"))
         self._comm[tid] = comm
 
     def fork(self, parent_tid: int, child_tid: int) -> None:

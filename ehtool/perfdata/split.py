@@ -109,13 +109,15 @@ class Split:
     def _apply_quietly(self, rtype: int, buf: Any, pos: int, size: int, end: int) -> int:
         """Apply a metadata record while looking for the split point: its problems are
         the first core's to report (it reads the same record), so none are kept here."""
-        saved = self.counts, self.lost, self.on_error, self._fatal
+        saved = self.counts, self.lost, self.on_error, self._fatal, self._named_out
         self.counts, self.lost = dict(self.counts), RecordCounts()
         self.on_error = lambda err: None
+        out: list = []
         try:
-            return self._other(rtype, buf, pos, size, end, 0, [], [])
+            return self._other(rtype, buf, pos, size, end, 0, out, [])
         finally:
-            self.counts, self.lost, self.on_error, self._fatal = saved
+            self.counts, self.lost, self.on_error, self._fatal, self._named_out = saved
+            self._name_now(out)  # (a thread's name before the split: in file order)
 
     def stop_at_split(self, target: int | None = None) -> None:
         """Make the next iteration end where :meth:`split_point` (same ``target``) would

@@ -5,7 +5,8 @@ records through the grammar, applying the metadata ones as they come."""
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import construct as c
 
@@ -47,6 +48,16 @@ _FEATURE_DATA_AT = body_offset(_G, _R.HEADER_FEATURE, "data")
 _UPDATE_TYPE_AT = body_offset(_G, _R.EVENT_UPDATE, "type")
 _UPDATE_ID_AT = body_offset(_G, _R.EVENT_UPDATE, "id")
 _UPDATE_DATA_AT = body_offset(_G, _R.EVENT_UPDATE, "data")
+
+
+class ThreadUpdate(NamedTuple):
+    """A thread's name from a COMM record (``a`` named ``b``) or a FORK (``b`` takes
+    ``a``'s), at the record's time; sorted with the samples, applied in their order."""
+
+    time: int | None
+    rtype: int
+    a: Any
+    b: Any
 
 
 class RecordWalk:
@@ -115,7 +126,8 @@ class RecordWalk:
                 # thread names taken; it changes no event and is no split point
                 counts[rtype] = counts.get(rtype, 0) + 1
                 if rtype in _THREAD_FIELDS:
-                    self._learn_thread(rtype, buf, pos, size)
+                    if self.threads:
+                        self._learn_thread(rtype, buf, pos, size, out)
                 elif rtype in LOST_TYPES:
                     self.lost.add_bytes(rtype, buf, pos, size, u64)
                 pos += size
@@ -234,27 +246,73 @@ class RecordWalk:
             return -1
         if self._want_records:
             rec = self._record(rtype, buf, pos, size, base)
-            self._learn(rtype, rec.body)
+            if rtype in _THREAD_FIELDS and self.threads:
+                self._named_out += 1  # (applied where it comes in time order: _named)
             out.append(rec)
-        elif rtype in _THREAD_FIELDS:
-            self._learn_thread(rtype, buf, pos, size)
+        elif rtype in _THREAD_FIELDS and self.threads:
+            self._learn_thread(rtype, buf, pos, size, out)
         return nxt
 
-    def _learn_thread(self, rtype: int, buf: Any, pos: int, size: int) -> None:
-        """Thread names from a COMM or FORK record (its body without its trailer)."""
+    def _learn_thread(self, rtype: int, buf: Any, pos: int, size: int, out: list) -> None:
+        """The thread name a COMM or FORK record gives (its body without its trailer) as a
+        :class:`ThreadUpdate` in ``out``, at the record's time: it applies to the samples
+        after it in time order (:meth:`_named`), not to those after it in the file."""
         _, tr = self._trailer_layout(rtype, buf, pos, size)
         end = pos + size - (tr.size if tr is not None else 0)
         reader = self._body_reader(rtype)
         if reader is None:
-            self._learn(rtype, self._body(rtype, buf, pos + _BODY_AT, end))
-            return
-        values = reader.values(buf, pos + _BODY_AT, end)  # (no Container: two fields)
-        if values is not None:
+            body = self._body(rtype, buf, pos + _BODY_AT, end)
+            if body is None:
+                return
+            a, b = (body[name] for name in _THREAD_FIELDS[rtype])
+        else:
+            values = reader.values(buf, pos + _BODY_AT, end)  # (no Container: two fields)
+            if values is None:
+                return
             at = self._thread_at.get(rtype)
             if at is None:
                 at = self._thread_at[rtype] = tuple(map(reader.names.index,
                                                         _THREAD_FIELDS[rtype]))
-            self._thread(rtype, values[at[0]], values[at[1]])
+            a, b = values[at[0]], values[at[1]]
+        time = tr.read(buf, pos + size).get("time") if tr is not None else None
+        out.append(ThreadUpdate(time, rtype, a, b))
+        self._named_out += 1
+
+    def _name_now(self, items: list) -> None:
+        """Apply the thread names ``items`` carry, in their order, now."""
+        for item in items:
+            if type(item) is ThreadUpdate:
+                self._thread(item.rtype, item.a, item.b)
+            elif type(item) is Record and item.type in _THREAD_FIELDS:
+                self._learn(item.type, item.body)
+
+    def _named(self, items: list) -> Iterator[list]:
+        """``items`` (in the order they are handed on) with the thread names they carry
+        applied where they come: the runs between them, so that a consumer looking up
+        ``session.comm`` while it reads a run sees each thread's name at that time, as
+        perf does. A :class:`ThreadUpdate` is not handed on; a COMM or FORK Record is,
+        after its name is applied."""
+        if self._named_done == self._named_out:  # (none of them in these items)
+            yield items
+            return
+        start = 0
+        for k, item in enumerate(items):
+            kind = type(item)
+            if kind is ThreadUpdate:
+                if k > start:
+                    yield items[start:k]
+                self._thread(item.rtype, item.a, item.b)
+                start = k + 1
+            elif kind is Record and item.type in _THREAD_FIELDS:
+                if k > start:
+                    yield items[start:k]
+                self._learn(item.type, item.body)
+                start = k
+            else:
+                continue
+            self._named_done += 1
+        if start < len(items):
+            yield items[start:]
 
     def _decompress(self, rtype: int, buf: Any, pos: int, nxt: int, offset: int, out: list,
                     flushes: list[int]) -> bool:

@@ -1,0 +1,64 @@
+"""Thread names (``session.comm``) as of each sample's time, as perf shows them: perf
+writes each CPU's buffer as one block, so a COMM or FORK record can come after, in the
+file, samples that it precedes in time (and before samples that precede it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ehtool.perfdata.grammar import RecordType
+from ehtool.perfdata.reader import PerfDataFile
+from ehtool.perfdata.writer import PerfDataWriter, make_attr
+
+_TIME_TID_CPU_ID = 0x2 | 0x4 | 0x80 | 0x10000  # TID | TIME | CPU | IDENTIFIER
+_TRAILER = ("pid", "tid", "time", "cpu", "cpu_reserved", "identifier")
+
+
+def _recording(path, order: str) -> None:
+    """One round: parent 100 named at t=10, child 200 forked at t=20, exec'd as
+    'café' (UTF-8 bytes) at t=30; child samples at t=25 and t=40, an idle one at t=50.
+    ``order`` "cpu": records as perf writes two CPUs' blocks (the fork last); "time"."""
+    w = PerfDataWriter(path)
+    ev = w.add_event(make_attr(w.g, type=1, config=9, sample_type=_TIME_TID_CPU_ID,
+                               sample_id_all=True), [7], "cpu-clock")
+
+    def trailer(time: int, tid: int) -> dict:
+        return dict(zip(_TRAILER, (tid, tid, time, 0, 0, 7), strict=True))
+
+    def comm(time: int, tid: int, name: str) -> bytes:
+        return w.record_bytes(RecordType.COMM, dict(pid=tid, tid=tid, comm=name),
+                              sample_id=trailer(time, tid), sample_type=_TIME_TID_CPU_ID)
+
+    def sample(time: int, tid: int) -> bytes:
+        return w.sample_bytes(ev, time=time, pid=tid, tid=tid, cpu=0, id=7)
+
+    fork = w.record_bytes(RecordType.FORK, dict(pid=200, ppid=100, tid=200, ptid=100, time=20),
+                          sample_id=trailer(20, 100), sample_type=_TIME_TID_CPU_ID)
+    exec_ = comm(30, 200, "caf\xc3\xa9")  # (the grammar's text is Latin-1: these bytes)
+    records = {"cpu": [comm(10, 100, "parent"), sample(40, 200), exec_, sample(50, 0),
+                       sample(25, 200), fork],
+               "time": [comm(10, 100, "parent"), fork, sample(25, 200), exec_,
+                        sample(40, 200), sample(50, 0)]}[order]
+    for data in records:
+        w.add_raw(data)
+    w.add_record(RecordType.FINISHED_ROUND)
+    w.close()
+
+
+@pytest.mark.parametrize("order", ["cpu", "time"])
+@pytest.mark.parametrize("nonsample", [False, True])
+def test_names_as_of_each_samples_time(tmp_path, order, nonsample):
+    path = tmp_path / "threads.data"
+    _recording(path, order)
+    with PerfDataFile.open(path) as f:
+        seen = [(r.time, f.session.comm(r.tid)) for r in f.records("time", nonsample)
+                if r.is_sample]
+    assert seen == [(25, "parent"), (40, "café"), (50, "swapper")]
+
+
+def test_no_names_when_not_wanted(tmp_path):
+    path = tmp_path / "threads.data"
+    _recording(path, "cpu")
+    with PerfDataFile.open(path) as f:
+        f.threads = False
+        assert [f.session.comm(s.tid) for s in f.samples()] == [None, None, "swapper"]
