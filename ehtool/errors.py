@@ -127,3 +127,18 @@ def combined(problems: list[InputError]) -> InputError:
     if len(problems) == 1:
         return first
     return InputError(f"{first.args[0]} (and {len(problems) - 1} more problems)")
+
+
+def brief(exc: Exception) -> str:
+    """A construct error in a line: where in the grammar (``entries.id``) and what went
+    wrong (``cut short``)."""
+    lines = str(exc).splitlines()
+    if not lines:
+        return type(exc).__name__
+    if not lines[0].startswith("Error in path (parsing)"):
+        return lines[0]
+    where = ".".join(part.strip() for part in lines[0].split("->")[1:])
+    what = " ".join(lines[1:]) or type(exc).__name__
+    if what.startswith("stream read less than specified amount"):
+        what = "cut short"
+    return f"{where}: {what}" if where else what

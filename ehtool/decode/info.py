@@ -67,7 +67,8 @@ def summarize(path: str) -> dict[str, Any]:
             "compression": ({"type": "zstd", "records": f.compression.records,
                              "compressed_bytes": f.compression.compressed,
                              "decompressed_bytes": f.compression.decompressed,
-                             "ratio": round(f.compression.ratio, 3)}
+                             "ratio": (None if f.compression.ratio is None
+                                       else round(f.compression.ratio, 3))}
                             if f.compression.records else None),
             "lost_events": f.lost.lost,
             "events": dict(per_event.most_common()),
@@ -93,8 +94,9 @@ def format_text(summary: dict[str, Any]) -> str:
         lines.append(f"{'time range':14} {tr['first']} .. {tr['last']} ({tr['seconds']:.3f} s)")
     z = summary.get("compression")
     if z:
+        ratio = f" (ratio {z['ratio']:.2f})" if z["ratio"] is not None else ""
         lines.append(f"{'compressed':14} zstd, {z['records']} records, {z['compressed_bytes']} "
-                     f"bytes -> {z['decompressed_bytes']} bytes (ratio {z['ratio']:.2f})")
+                     f"bytes -> {z['decompressed_bytes']} bytes{ratio}")
     lines.append(f"{'lost events':14} {summary['lost_events']}")
     lines.append("")
     lines.append(f"{'samples':>10}  tracepoint")

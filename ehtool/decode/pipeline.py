@@ -204,6 +204,7 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
             meta=options.meta,
             warn=options.warn,
             file=input_name(path) if FILE_KEY in options.meta else None,
+            source=input_name(path),
             time_mode=options.time,
             fields_key=options.fields_key,
         )

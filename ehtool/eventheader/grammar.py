@@ -34,6 +34,7 @@ from functools import cache
 
 import construct as c
 
+from ehtool.errors import brief
 from ehtool.eventheader.enums import (
     ENCODING_CARRAY_FLAG,
     ENCODING_CHAIN_FLAG,
@@ -227,7 +228,7 @@ def grammar_field_defs(metadata: bytes, little_endian: bool
     try:
         parsed = grammar(little_endian)["metadata"].parse(metadata)
     except c.ConstructError as exc:
-        raise EventHeaderError(f"bad metadata: {str(exc).splitlines()[0]}") from None
+        raise EventHeaderError(f"bad metadata: {brief(exc)}") from None
     return bytes(parsed.name), [(bytes(f.name), f.encoding, f.format, f.tag, f.array_count)
                                 for f in parsed.fields]
 

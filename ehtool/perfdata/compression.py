@@ -66,11 +66,12 @@ def compressed_size(buf: Any, pos: int, end: int, u64: Any) -> int:
 
 
 def zstd_decompressor(path: str, offset: int) -> Decompressor:
-    """A streaming zstd decompressor (InputError naming the missing binding)."""
+    """A streaming zstd decompressor of consecutive frames (InputError naming the missing
+    binding)."""
     try:
         from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
 
-        return zstd.ZstdDecompressor()
+        return _Frames(zstd.ZstdDecompressor)
     except ImportError:
         pass
     try:
@@ -78,5 +79,25 @@ def zstd_decompressor(path: str, offset: int) -> Decompressor:
     except ImportError:
         raise InputError("compressed records (perf record -z) need the 'zstandard' package: "
                          "pip install zstandard", path, offset) from None
-    obj: Any = zstandard.ZstdDecompressor().decompressobj()
-    return obj
+    return _Frames(zstandard.ZstdDecompressor().decompressobj)
+
+
+class _Frames:
+    """Decompresses zstd frames one after another as one stream: perf writes one frame
+    per recording, but a recording whose records were compressed again (another tool,
+    or perf inject) may hold several, each ending where the next begins, even inside a
+    COMPRESSED record. A binding's decompressor takes one frame: past its end, a new
+    one takes the rest."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._frame = make()
+
+    def decompress(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if self._frame.eof:
+                self._frame = self._make()
+            out.append(self._frame.decompress(data))
+            data = self._frame.unused_data if self._frame.eof else b""
+        return b"".join(out)

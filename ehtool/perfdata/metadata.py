@@ -12,7 +12,7 @@ from typing import Any
 import construct as c
 
 from ehtool.caches import Bounded
-from ehtool.errors import InputError
+from ehtool.errors import InputError, brief
 from ehtool.perfdata.grammar import PERF_TYPE_TRACEPOINT, Feature, ReadFormat
 from ehtool.perfdata.hotpath import (
     feature_reader,
@@ -268,17 +268,3 @@ def plus(base: int, offset: int | None) -> int:
 def format_name(text: str) -> str:
     m = _NAME_RE.search(text)
     return m.group(1) if m else "?"
-
-
-def brief(exc: Exception) -> str:
-    """A construct error in a line: where (``entries.id``) and what (``cut short``)."""
-    lines = str(exc).splitlines()
-    if not lines:
-        return type(exc).__name__
-    if not lines[0].startswith("Error in path (parsing)"):
-        return lines[0]
-    where = ".".join(part.strip() for part in lines[0].split("->")[1:])
-    what = " ".join(lines[1:]) or type(exc).__name__
-    if what.startswith("stream read less than specified amount"):
-        what = "cut short"
-    return f"{where}: {what}" if where else what

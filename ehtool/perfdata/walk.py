@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import construct as c
 
-from ehtool.errors import InputError
+from ehtool.errors import InputError, brief
 from ehtool.perfdata.compression import compressed_data, compressed_size, zstd_decompressor
 from ehtool.perfdata.counts import LOST_TYPES, payload_size
 from ehtool.perfdata.grammar import EVENT_UPDATE_NAME, Feature, RecordType, grammar_for
@@ -25,7 +25,6 @@ from ehtool.perfdata.hotpath import (
     make_trailer_reader,
     memo_grammar,
 )
-from ehtool.perfdata.metadata import brief
 from ehtool.perfdata.records import EventDesc, Record
 from ehtool.perfdata.split import split_here
 from ehtool.perfdata.tracing_data import SIGNATURE as TRACING_SIGNATURE

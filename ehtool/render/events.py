@@ -77,6 +77,7 @@ class SampleFormatter:
         meta: frozenset[str] = META_DEFAULT,
         warn: Callable[[str], None] | None = None,
         file: str | None = None,
+        source: str | None = None,
         clock: Any = None,
         time_mode: str = "perf",
         fields_key: str | None = None,
@@ -97,6 +98,8 @@ class SampleFormatter:
         self.comm_of = comm_of
         self.meta = meta
         self.warn = warn
+        #: the input's name, which warnings start with
+        self.source = source
         self._eh: Any = None  # the EventHeader decoder, made when first needed
         self._handlers: dict[Any, Callable[[Any], bytes]] = {}
         #: desc -> what the C loop formats itself (see _speedups.c Formatter)
@@ -314,12 +317,12 @@ class SampleFormatter:
             if "common" in self.meta else None
         )
         k_n = self._k_n
-        warn = self.warn
+        where = f"{self.source}: " if self.source is not None else ""
 
         def fallback(sample: Any, exc: ValueError) -> bytes:
-            if warn is not None:
-                warn(f"{getattr(sample, 'offset', '?')}: {tracepoint}: {exc}; "
-                     "shown as a plain tracepoint")
+            if self.warn is not None:  # (a worker process sets its own)
+                self.warn(f"{where}offset {sample.offset:#x}: {tracepoint}: {exc}; "
+                          "shown as a plain tracepoint")
             return plain(sample)
 
         def eventheader(sample: Any) -> bytes:

@@ -433,3 +433,25 @@ def test_an_input_error_is_not_followed_by_filter_warnings(tmp_path):
         assert done.returncode == 1
         assert done.stderr.decode() == (f"ehtool: error: {tmp_path / 'nope.data'}: cannot open: "
                                         "No such file or directory\n"), args
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_event_shown_as_a_plain_tracepoint_is_warned_with_its_input_and_offset(
+        tmp_path, jobs):
+    """An EventHeader event that does not decode (here a field of encoding 0) is shown
+    as a plain tracepoint, and the warning says which input and where (it said only
+    a decimal offset: with several inputs, not which one)."""
+    data = bytearray((REPO / "examples" / "eventheader.data").read_bytes())
+    at = data.find(b"Started\x00version\x00") + len(b"Started\x00version\x00")
+    data[at] = 0  # the field's encoding
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(bytes(data))
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "-j", jobs, str(bad),
+                           str(REPO / "examples" / "eventheader.data")],
+                          capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    events = json.loads(done.stdout)  # (valid JSON; the event is still there, raw)
+    assert len(events[str(bad)]) == 3
+    assert done.stderr.decode().splitlines() == [
+        f"ehtool: warning: {bad}: offset 0x5e70: MyProvider_L5K1: field b'version': "
+        "unsupported encoding 0; shown as a plain tracepoint"]

@@ -66,6 +66,54 @@ def test_records_cut_across_compressed_records(piece):
     assert got.stdout == want.stdout and want.stdout.count(b'"n":') == 29
 
 
+def _rebuilt(data: bytes, stream: bytes, piece: int) -> bytes:
+    """The pipe-mode ``data`` with its COMPRESSED records replaced by ``stream`` cut into
+    records of ``piece`` bytes, where the first one was."""
+    records = list(_pipe_records(data))
+    chunks = [stream[i:i + piece] for i in range(0, len(stream), piece)]
+    compressed = b"".join(struct.pack("<IHH", _COMPRESSED, 0, 8 + len(c)) + c for c in chunks)
+    first = next(i for i, (t, _) in enumerate(records) if t == _COMPRESSED)
+    return data[:16] + b"".join((compressed if i == first else b"" if t == _COMPRESSED else r)
+                                for i, (t, r) in enumerate(records))
+
+
+@pytest.mark.parametrize("piece", [7, 1000, 100_000])
+def test_several_zstd_frames_are_one_stream(piece):
+    """Records compressed again as several zstd frames (perf writes one), a frame ending
+    anywhere, also inside a COMPRESSED record: the same events, as perf script reads
+    them (it said 'compressed data does not decompress: cannot use a decompressobj
+    multiple times')."""
+    data = (DATA / "sched-zpipe.data").read_bytes()
+    inner = zstandard.ZstdDecompressor().decompressobj()
+    plain = b"".join(inner.decompress(r[8:]) for t, r in _pipe_records(data)
+                     if t == _COMPRESSED)
+    cuts = [0, 1000, 1001, len(plain) // 2, len(plain)]
+    stream = b"".join(zstandard.ZstdCompressor().compress(plain[a:b])
+                      for a, b in zip(cuts, cuts[1:], strict=False))
+    want = decode("-", "--sort", "file", data=data)
+    got = decode("-", "--sort", "file", data=_rebuilt(data, stream, piece))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout and want.stdout.count(b'"n":') == 29
+
+
+def test_an_empty_compressed_record_is_summarized():
+    """info on a COMPRESSED record of no data: no ratio (it failed: 'type NoneType
+    doesn't define __round__')."""
+    data = (DATA / "sched-zpipe.data").read_bytes() + struct.pack("<IHH", _COMPRESSED, 0, 8)
+    done = subprocess.run([sys.executable, "-m", "ehtool", "info", "--json", "-"], input=data,
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    summary = json.loads(done.stdout)
+    assert summary["compression"]["ratio"] is not None  # (the file's other records)
+    empty = (DATA / "sched-pipe.data").read_bytes() + struct.pack("<IHH", _COMPRESSED, 0, 8)
+    done = subprocess.run([sys.executable, "-m", "ehtool", "info", "-"], input=empty,
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert b"zstd, 1 records, 0 bytes -> 0 bytes\n" in done.stdout
+
+
 @pytest.mark.parametrize("where", ["in-record", "in-stream"])
 def test_a_cut_inside_compressed_data_is_reported(where):
     """A stream cut inside a COMPRESSED record (its header runs past the end), or one

@@ -284,7 +284,7 @@ def test_a_construct_error_is_said_in_one_line_without_constructs_words():
     """'bad ID_INDEX: Error in path (parsing) -> entries -> id' named construct's path."""
     import construct as c
 
-    from ehtool.perfdata.metadata import brief
+    from ehtool.errors import brief
 
     layout = c.Struct("nr" / c.Int64ul, "entries" / c.Array(c.this.nr, c.Struct(
         "id" / c.Int64ul)))
