@@ -65,6 +65,7 @@ def test_same_bytes_when_the_first_half_is_empty(big, keep):
 
     class Keep:
         parallel_safe = True
+        names_threads = False
 
         def bind(self, perf_file):
             pass
