@@ -182,8 +182,9 @@ def _perf_batches(path: str, options: DecodeOptions, progress: _Progress,
     with PerfDataFile.open(path, on_error=problems.append) as f:
         progress.reading = f
         # thread names only when shown or selected on (COMM and FORK records are skipped)
-        f.threads = "comm" in options.meta or (options.selection is not None
-                                               and options.selection.names_threads)
+        # (a selection written before names_threads existed may look them up: it gets them)
+        f.threads = "comm" in options.meta or (options.selection is not None and getattr(
+            options.selection, "names_threads", True))
         if options.formats_from_host and f.missing_formats():
             from ehtool.decode.host_formats import attach_host_formats
 

@@ -90,6 +90,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         self.threads = True
         #: thread updates put among the records, and applied (RecordWalk._named)
         self._named_out = self._named_done = 0
+        #: the thread updates of the round a split search is in (Split.split_point)
+        self._round_names: list = []
         #: ``perf record -z``: bytes before and after decompression, the zstd stream
         self.compression = Compression()
         self._fatal: InputError | None = None

@@ -12,6 +12,7 @@ from typing import Any
 from ehtool.perfdata.counts import RecordCounts
 from ehtool.perfdata.grammar import RecordType, grammar_for
 from ehtool.perfdata.hotpath import HEADER_SIZE, header_struct
+from ehtool.perfdata.rounds import sort_by_time
 from ehtool.speedups import load as load_speedups
 
 _R = RecordType
@@ -80,6 +81,7 @@ class Split:
         pos, end = self._data_start, self._data_end
         middle = pos + (end - pos) // 2 if target is None else target
         stops, applied = (_STOPS_THREADS, METADATA | THREADS) if threads else (_STOPS, METADATA)
+        self._round_names = []
         released = pos
         while pos + HEADER_SIZE <= end:
             if pos - released > _WINDOW * 8:  # keep resident memory flat while walking
@@ -97,6 +99,9 @@ class Split:
                     return None
             else:
                 pos += size
+            if rtype == _FINISHED_ROUND and self._round_names:  # (thread names: see below)
+                self._name_now(sort_by_time(self._round_names))
+                self._round_names = []
             verdict = split_here(rtype, pos, middle, end)
             if verdict is None:
                 return None
@@ -117,7 +122,9 @@ class Split:
             return self._other(rtype, buf, pos, size, end, 0, out, [])
         finally:
             self.counts, self.lost, self.on_error, self._fatal, self._named_out = saved
-            self._name_now(out)  # (a thread's name before the split: in file order)
+            # a thread's name applies at the round's end, the round's names in time order,
+            # as one process applies them (so a part starts with -j 1's names)
+            self._round_names += out
 
     def stop_at_split(self, target: int | None = None) -> None:
         """Make the next iteration end where :meth:`split_point` (same ``target``) would

@@ -62,3 +62,37 @@ def test_no_names_when_not_wanted(tmp_path):
     with PerfDataFile.open(path) as f:
         f.threads = False
         assert [f.session.comm(s.tid) for s in f.samples()] == [None, None, "swapper"]
+
+
+def test_a_part_after_a_split_starts_with_one_processs_names(tmp_path):
+    """``-j N`` in query, Parquet and Dask: the walk to a split point applies each round's
+    names in time order at the round's end, as one process does (in file order, the
+    FORK written after the exec reset the child to its parent's name in the part
+    after the split)."""
+    import ehtool
+
+    path = tmp_path / "rounds.data"
+    w = PerfDataWriter(path)
+    ev = w.add_event(make_attr(w.g, type=1, config=9, sample_type=_TIME_TID_CPU_ID,
+                               sample_id_all=True), [7], "cpu-clock")
+
+    def trailer(time: int, tid: int) -> dict:
+        return dict(zip(_TRAILER, (tid, tid, time, 0, 0, 7), strict=True))
+
+    w.add_record(RecordType.COMM, dict(pid=100, tid=100, comm="parent"),
+                 sample_id=trailer(10, 100), sample_type=_TIME_TID_CPU_ID)
+    for t in range(11, 4000):  # (the split point: past the middle, at this round's end)
+        w.add_sample(ev, time=t, pid=300, tid=300, cpu=0, id=7)
+    w.add_record(RecordType.COMM, dict(pid=200, tid=200, comm="child"),
+                 sample_id=trailer(30, 200), sample_type=_TIME_TID_CPU_ID)
+    w.add_record(RecordType.FORK, dict(pid=200, ppid=100, tid=200, ptid=100, time=20),
+                 sample_id=trailer(20, 100), sample_type=_TIME_TID_CPU_ID)
+    w.add_record(RecordType.FINISHED_ROUND)
+    w.add_sample(ev, time=5000, pid=200, tid=200, cpu=0, id=7)
+    w.add_record(RecordType.FINISHED_ROUND)
+    w.close()
+    with ehtool.open(path) as events:
+        whole = [(e.time, e.meta["comm"]) for e in events]
+    with ehtool.open(path, part=(1, 2)) as events:
+        second = [(e.time, e.meta["comm"]) for e in events]
+    assert second == whole[-len(second):] == [(5000, "child")]
