@@ -66,9 +66,13 @@ def without_pandas() -> None:
     when it is installed (Dask's extra brings it), only to ask whether the list is a
     pandas object. Measured here: 0.3-0.5 s and ~40 MB of resident memory of every such
     command. When pandas is not imported yet, pyarrow's one attempt is made to fail, so
-    it treats lists as lists; its pandas conversions (``to_pandas``) still import pandas
-    when they are called. A library caller (Dask's reader) has pandas imported already
-    and is left as it is."""
+    it treats lists as lists; its pandas conversions (``to_pandas``, ``from_pandas``)
+    still import pandas when they are called, but for the rest of the process
+    ``pa.array`` takes a pandas object given to it for a plain sequence (a Series of
+    datetime64[ns] would lose its nanoseconds): call it only in a process that is the
+    command's. A library caller (Dask's reader) has pandas imported already and is left
+    as it is; nanosecond times are never converted to Python values here (the CLI's
+    query writes them from integers)."""
     import sys
 
     if "pandas" in sys.modules:

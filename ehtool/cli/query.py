@@ -6,7 +6,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -285,32 +285,57 @@ def _print(table: Any, kinds: list[str], out_format: str) -> None:
 
 
 def _values(pa: Any, column: Any) -> list:
-    """A column's Python values; timestamps, at any depth, as integers of their unit
-    (to_pylist would drop nanoseconds, or need pandas for them)."""
-    plain = _without_timestamps(pa, column.type)
-    return (column if plain is None else column.cast(plain)).to_pylist()
+    """A column's Python values; times and timestamps of nanoseconds, at any depth, as
+    integers of their unit (to_pylist would drop the nanoseconds, or need pandas for
+    them); a union's as :class:`_Member` (which member, its value)."""
+    if isinstance(column, pa.ChunkedArray):
+        return [v for chunk in column.chunks for v in _values(pa, chunk)]
+    type_ = column.type
+    if pa.types.is_union(type_):
+        members = [_values(pa, column.field(i)) for i in range(type_.num_fields)]
+        which = {code: i for i, code in enumerate(type_.type_codes)}
+        codes = column.type_codes.to_pylist()
+        at = (column.offsets.to_pylist() if type_.mode == "dense" else range(len(codes)))
+        return [None if members[which[c]][k] is None else _Member(which[c], members[which[c]][k])
+                for c, k in zip(codes, at, strict=True)]
+    plain = _plain_type(pa, type_)
+    try:
+        return (column if plain is None else column.cast(plain)).to_pylist()
+    except ValueError as exc:  # a union holding nanoseconds, inside a list or struct
+        from ehtool.errors import UsageError
+
+        raise UsageError(f"a value of type {type_} cannot be written as text here ({exc}); "
+                         "cast it in the query (::VARCHAR)") from None
 
 
-def _without_timestamps(pa: Any, type_: Any) -> Any:
-    """``type_`` with int64 for each timestamp in it; None when it has none."""
+class _Member(NamedTuple):
+    """A union's value: the index of its member type, and the value."""
+
+    member: int
+    value: Any
+
+
+def _plain_type(pa: Any, type_: Any) -> Any:
+    """``type_`` with int64 for each timestamp, and each time of nanoseconds, in it; None
+    when it has none."""
     t = pa.types
-    if t.is_timestamp(type_):
+    if t.is_timestamp(type_) or (t.is_time64(type_) and type_.unit == "ns"):
         return pa.int64()
     if t.is_map(type_):
-        key = _without_timestamps(pa, type_.key_type)
-        item = _without_timestamps(pa, type_.item_type)
+        key = _plain_type(pa, type_.key_type)
+        item = _plain_type(pa, type_.item_type)
         if key is None and item is None:
             return None
         return pa.map_(key or type_.key_type, item or type_.item_type)
     if t.is_list(type_) or t.is_large_list(type_) or t.is_fixed_size_list(type_):
-        item = _without_timestamps(pa, type_.value_type)
+        item = _plain_type(pa, type_.value_type)
         if item is None:
             return None
         if t.is_fixed_size_list(type_):
             return pa.list_(item, type_.list_size)
         return (pa.large_list if t.is_large_list(type_) else pa.list_)(item)
     if t.is_struct(type_):
-        plain = [_without_timestamps(pa, f.type) for f in type_]
+        plain = [_plain_type(pa, f.type) for f in type_]
         if all(p is None for p in plain):
             return None
         return pa.struct([f.with_type(p) if p is not None else f
@@ -384,8 +409,14 @@ def _encoder(pa: Any, type_: Any, kind: str = "") -> Callable[[Any], bytes]:
         return hex_bytes
     if t.is_timestamp(type_):
         return _timestamp_encoder(type_)
+    if t.is_time64(type_) and type_.unit == "ns":
+        return _time_ns_json
     if t.is_date(type_) or t.is_time(type_):
         return lambda v: b'"%s"' % v.isoformat().encode()
+    if t.is_union(type_):  # (inside a list or struct, to_pylist gives the bare value)
+        members = [_encoder(pa, f.type) for f in type_]
+        return lambda v: (members[v.member](v.value) if type(v) is _Member
+                          else str_json(str(v)))
     if t.is_interval(type_):
         return _interval_json
     if t.is_list(type_) or t.is_large_list(type_) or t.is_fixed_size_list(type_):
@@ -403,6 +434,15 @@ def _encoder(pa: Any, type_: Any, kind: str = "") -> Callable[[Any], bytes]:
             key + (b"null" if v[name] is None else enc(v[name]))
             for name, key, enc in fields) + b"}"
     return lambda v: str_json(str(v))
+
+
+def _time_ns_json(v: int) -> bytes:
+    """A time of day in nanoseconds as ``"HH:MM:SS[.nnnnnnnnn]"`` (as ``time.isoformat``
+    writes microseconds)."""
+    seconds, ns = divmod(v, 10**9)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return b'"%02d:%02d:%02d%s"' % (hour, minute, second, b".%09d" % ns if ns else b"")
 
 
 def _bit_text(v: bytes) -> str:

@@ -262,6 +262,24 @@ def test_query_times_at_any_depth_keep_their_nanoseconds():
         "ms": ["2026-11-22T12:18:31.731000000"]}
 
 
+def test_query_times_of_nanoseconds_and_unions():
+    """TIME_NS (at the top and in a list) and a union holding a TIMESTAMP_NS: written
+    from integers, with their nanoseconds (without pandas, pyarrow cannot give them as
+    Python values: it was an internal error); a union's value as its member's."""
+    path = str(REPO / "examples" / "sched.data")
+    sql = ("select [time_ns '01:02:03.123456789'] as tn, time_ns '12:34:56' as t0, "
+           "union_value(t := time::timestamp_ns) as u, "
+           "union_value(n := 5)::union(n int, s varchar) as v from events limit 1")
+    done = ehtool("query", "--format", "jsonl", sql, path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"tn": ["01:02:03.123456789"], "t0": "12:34:56",
+                                       "u": "2026-11-22T11:10:03.057260000", "v": 5}
+    done = ehtool("query", "--format", "csv", sql, path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == (b'"[""01:02:03.123456789""]","12:34:56",'
+                                           b'"""2026-11-22T11:10:03.057260000""","5"')
+
+
 @pytest.mark.parametrize("args", [
     ("query", "select provider, min(time), count(*) from events group by all"),
     ("query", "--format", "jsonl", "select [time] as l, fields from events"),
