@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -53,14 +54,27 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         release_stdout()
         raise SignalExit(signum)
 
+    def unraisable(info: Any) -> None:
+        """Python discards an exception raised where nothing can catch it (a weakref
+        callback the garbage collector runs, ``__del__``): the signal that ended there
+        is held and raised again a few ms later, as during an import."""
+        if isinstance(info.exc_value, SignalExit):
+            _held[:] = [info.exc_value.signum]
+            signal.signal(signal.SIGALRM, handler)
+            signal.setitimer(signal.ITIMER_REAL, _RETRY)
+            return
+        hook(info)
+
     old = {sig: signal.getsignal(sig) for sig in signals
            if signal.getsignal(sig) is not signal.SIG_IGN}
     old[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)
     for sig in old:
         signal.signal(sig, handler)
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         signal.setitimer(signal.ITIMER_REAL, 0)
         _held.clear()
         for sig, previous in old.items():
