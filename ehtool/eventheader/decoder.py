@@ -28,6 +28,7 @@ from ehtool.eventheader.enums import (
     HeaderFlags,
 )
 from ehtool.eventheader.grammar import (
+    MOVE_NEXT_LIMIT,
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
     FieldDef,
@@ -417,6 +418,22 @@ class EventLayout(NamedTuple):
     meta: dict[str, Any]
 
 
+def _element_steps(d: FieldDef) -> int:
+    """The MoveNext steps an element of an array of structs ``d`` costs by itself (its
+    opening and closing, and each member's static steps), as the JSON renderer counts."""
+    return 2 + sum(_static_steps(m) for m in d.members)
+
+
+def _static_steps(d: FieldDef) -> int:
+    if d.error is not None:
+        return 0
+    if d.array is not None:
+        return 2 + (d.array if d.array and d.encoding != FieldEncoding.STRUCT else 0)
+    if d.encoding == FieldEncoding.STRUCT:
+        return 2 + sum(_static_steps(m) for m in d.members)
+    return 1
+
+
 def _whole_check(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], object] | None:
     """The C check of :attr:`ParsedMetadata.check`, or None."""
     plan = _skip_plan(defs, frozenset())
@@ -579,12 +596,13 @@ def _string_reader(d: FieldDef, little: bool, walk: Callable[[bytes, int, bool, 
 class _Walker:
     """Reads field values from one event's payload, in payload order."""
 
-    __slots__ = ("data", "little", "origin")
+    __slots__ = ("data", "little", "origin", "steps")
 
     def __init__(self, data: bytes, little: bool, origin: int) -> None:
         self.data = data
         self.little = little
         self.origin = origin
+        self.steps = 0  # MoveNext steps of array-of-struct elements so far (step)
 
     def members(self, defs: list[FieldDef], pos: int, depth: int,
                 only: frozenset[bytes] | None = None) -> tuple[Fields, int]:
@@ -634,12 +652,15 @@ class _Walker:
             if end > len(self.data):  # the first element that does not fit, as value() says
                 self.past_end(pos + (len(self.data) - pos) // size * size)
             return end
-        for _ in range(count):
-            if d.encoding == FieldEncoding.STRUCT:
+        if d.encoding == FieldEncoding.STRUCT:
+            per = _element_steps(d)
+            for _ in range(count):
+                self.step(per)
                 for member in d.members:
                     pos = self.skip(member, pos, depth + 1)
-            else:
-                pos = self.string_span(d, pos)[2]
+            return pos
+        for _ in range(count):
+            pos = self.string_span(d, pos)[2]
         return pos
 
     def value(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
@@ -654,10 +675,22 @@ class _Walker:
         if not count:
             count, pos = self.u16(pos), pos + 2
         items = []
+        per = _element_steps(d) if d.encoding == FieldEncoding.STRUCT else 0
         for _ in range(count):
+            if per:
+                self.step(per)
             item, pos = self.element(d, pos, depth)
             items.append(item)
         return items, pos
+
+    def step(self, steps: int) -> None:
+        """Count the MoveNext steps of one element of an array of structs, as the JSON
+        renderer counts them there: an element of no bytes (an empty struct) costs no
+        data, so without this bound an event of a few bytes could ask for 65535 x 65535
+        of them."""
+        self.steps += steps
+        if self.steps > MOVE_NEXT_LIMIT:
+            raise EventHeaderError(f"more than {MOVE_NEXT_LIMIT} enumeration steps")
 
     def element(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
         if d.encoding == FieldEncoding.STRUCT:

@@ -348,3 +348,15 @@ def test_deep_struct_nesting_fails_the_event_not_the_decoder(depth):
     for _ in range(depth):
         (tree,) = [tree[0].members] if tree[0].members else [tree]
     assert tree[0].name == b"x"
+
+
+@pytest.mark.parametrize("only", [None, frozenset(), frozenset({b"a"})])
+def test_arrays_of_structs_stop_at_the_move_next_limit(only):
+    """a: struct[65535] of one member b: struct[65535] of none, with no payload: a
+    26-byte event asks for 65535 x 65535 empty structs. The typed walk counts their
+    MoveNext steps as the JSON renderer does and stops at its limit (it walked them all:
+    query and the text format hung, and query ignored SIGTERM meanwhile)."""
+    fields = [fd(b"a", E.STRUCT, 1, count=65535), fd(b"b", E.STRUCT, 0, count=65535)]
+    data = event(fields, b"")
+    with pytest.raises(EventHeaderError, match="more than 4096 enumeration steps"):
+        TypedDecoder().decode("P_L5K1", data, 0, only)
