@@ -277,13 +277,24 @@ class RecordWalk:
         out.append(ThreadUpdate(time, rtype, a, b))
         self._named_out += 1
 
+    @staticmethod
+    def _carries_name(item: Any) -> bool:
+        """Whether ``item`` names a thread: a :class:`ThreadUpdate`, a COMM or FORK Record."""
+        kind = type(item)
+        return kind is ThreadUpdate or (kind is Record and item.type in _THREAD_FIELDS)
+
+    def _apply_name(self, item: Any) -> None:
+        """Apply the thread name an item that :meth:`_carries_name` gives."""
+        if type(item) is ThreadUpdate:
+            self._thread(item.rtype, item.a, item.b)
+        else:
+            self._learn(item.type, item.body)
+
     def _name_now(self, items: list) -> None:
         """Apply the thread names ``items`` carry, in their order, now."""
         for item in items:
-            if type(item) is ThreadUpdate:
-                self._thread(item.rtype, item.a, item.b)
-            elif type(item) is Record and item.type in _THREAD_FIELDS:
-                self._learn(item.type, item.body)
+            if self._carries_name(item):
+                self._apply_name(item)
 
     def _named(self, items: list) -> Iterator[list]:
         """``items`` (in the order they are handed on) with the thread names they carry
@@ -296,20 +307,13 @@ class RecordWalk:
             return
         start = 0
         for k, item in enumerate(items):
-            kind = type(item)
-            if kind is ThreadUpdate:
-                if k > start:
-                    yield items[start:k]
-                self._thread(item.rtype, item.a, item.b)
-                start = k + 1
-            elif kind is Record and item.type in _THREAD_FIELDS:
-                if k > start:
-                    yield items[start:k]
-                self._learn(item.type, item.body)
-                start = k
-            else:
+            if not self._carries_name(item):
                 continue
+            if k > start:
+                yield items[start:k]
+            self._apply_name(item)
             self._named_done += 1
+            start = k + 1 if type(item) is ThreadUpdate else k
         if start < len(items):
             yield items[start:]
 
