@@ -20,7 +20,13 @@ from typing import Any, Protocol
 
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
-from ehtool.eventheader.grammar import MOVE_NEXT_LIMIT, TOP_LEVEL_FIELD_LIMIT, FieldDef
+from ehtool.eventheader.grammar import (
+    MOVE_NEXT_LIMIT,
+    TOP_LEVEL_FIELD_LIMIT,
+    FieldDef,
+    element_steps,
+    static_steps,
+)
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.speedups import (
     FX_BOOL,
@@ -86,10 +92,10 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
     ops: list[tuple] = []
     starts: list[int] = []
     try:
-        static = _Compiler(style, little).members(defs, ops, 1, top=True, starts=starts)
+        _Compiler(style, little).members(defs, ops, 1, top=True, starts=starts)
     except _Unsupported:
         return None, ()
-    budget = MOVE_NEXT_LIMIT - 1 - static  # the generated code's limit check
+    budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)  # the generated code's limit check
     if budget < 0:
         return None, ()
     moved: dict[int, int] = {}
@@ -104,40 +110,37 @@ class _Compiler:
         self.little = little
 
     def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
-                top: bool = False, starts: list[int] | None = None) -> int:
-        """Ops of an object's members; returns the static MoveNext steps (``starts``: the
-        index in ``ops`` of each member's first value op)."""
-        steps = 0
+                top: bool = False, starts: list[int] | None = None) -> None:
+        """Ops of an object's members (``starts``: the index in ``ops`` of each
+        member's first value op)."""
         for i, d in enumerate(defs):
             _literal(ops, self.style.member_key(d.name, d.tag, first=not (top or i)))
             if starts is not None:
                 starts.append(len(ops))
-            steps += self.value(d, ops, depth)
-        return steps
+            self.value(d, ops, depth)
 
-    def value(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+    def value(self, d: FieldDef, ops: list[tuple], depth: int) -> None:
         if d.error is not None:
             raise _Unsupported
         if d.array is not None:
-            return self.array(d, ops, depth)
-        if d.encoding == E.STRUCT:
-            return self.struct(d, ops, depth)
-        ops.append(self.scalar(d))
-        return 1
+            self.array(d, ops, depth)
+        elif d.encoding == E.STRUCT:
+            self.struct(d, ops, depth)
+        else:
+            ops.append(self.scalar(d))
 
-    def struct(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+    def struct(self, d: FieldDef, ops: list[tuple], depth: int) -> None:
         s = self.style
         if depth > STRUCT_NESTING_LIMIT:
             raise _Unsupported
         if not d.members:
             _literal(ops, s.empty_obj)
-            return 2
+            return
         _literal(ops, b"{")
-        steps = self.members(d.members, ops, depth + 1)
+        self.members(d.members, ops, depth + 1)
         _literal(ops, s.close_obj)
-        return 2 + steps
 
-    def array(self, d: FieldDef, ops: list[tuple], depth: int) -> int:
+    def array(self, d: FieldDef, ops: list[tuple], depth: int) -> None:
         s = self.style
         n = d.array
         body: list[tuple] = []
@@ -145,17 +148,16 @@ class _Compiler:
         if d.encoding == E.STRUCT:
             if depth > STRUCT_NESTING_LIMIT:
                 raise _Unsupported
+            per = element_steps(d, depth)
             if d.members:
                 _literal(body, b"{")
-                per = 2 + self.members(d.members, body, depth + 1)
+                self.members(d.members, body, depth + 1)
                 _literal(body, s.close_obj)
             else:
                 _literal(body, s.empty_obj)
-                per = 2
         else:
             body.append(self.scalar(d))
         ops.append((OP_ARRAY, n, per, body, b"[" + s.first, s.sep, s.close_arr, s.empty_arr))
-        return 2 + n if n and d.encoding != E.STRUCT else 2
 
     def scalar(self, d: FieldDef) -> tuple:
         """The op of one fixed-size or string value (an element, for arrays), from the

@@ -33,10 +33,12 @@ from ehtool.eventheader.grammar import (
     EventHeaderError,
     FieldDef,
     count_struct,
+    element_steps,
     extension_struct,
     header_struct,
     parse_extensions,
     parse_metadata,
+    static_steps,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 
@@ -315,7 +317,8 @@ class TypedDecoder:
             if len(self._plans) >= self._cache_size:
                 self._plans.clear()
             plan = self._plans[key] = _skip_plan(parsed.defs, only)
-        return layout, act, _Walker(data, layout.little, offset).planned(plan, payload)
+        return layout, act, _Walker(data, layout.little, offset).planned(plan, payload,
+                                                                         parsed.budget)
 
     def _layout(self, tracepoint_name: str, data: bytes,
                 offset: int) -> tuple[EventLayout, bytes | None] | None:
@@ -368,10 +371,12 @@ class TypedDecoder:
             name, defs = parse_metadata(metadata, little)
             event_name, _, attributes = name.partition(b";")
             fits = len(defs) <= TOP_LEVEL_FIELD_LIMIT
+            budget = _budget(defs)
             hit = ParsedMetadata(event_name.decode("utf-8", "replace"),
                                  attributes.decode("utf-8", "replace"), defs,
                                  fields_reader(defs, little) if fits else None,
-                                 _whole_check(defs, little) if fits else None)
+                                 _whole_check(defs, little, budget) if fits else None,
+                                 budget)
             self._metadata[key] = hit
             if len(self._metadata) > self._cache_size:
                 self._metadata.popitem(last=False)
@@ -400,6 +405,9 @@ class ParsedMetadata(NamedTuple):
     #: walk of the JSON renderer's bounds; where it cannot finish, the walk of
     #: ``decode(only=())`` raises why); None without the C module
     check: Callable[[bytes, int, int], object] | None
+    #: the MoveNext steps the field data may add to the metadata's (static_steps) before
+    #: the event fails (:func:`_budget`; None: it fails before its first field)
+    budget: int | None
 
 
 class EventLayout(NamedTuple):
@@ -418,28 +426,57 @@ class EventLayout(NamedTuple):
     meta: dict[str, Any]
 
 
-def _element_steps(d: FieldDef) -> int:
-    """The MoveNext steps an element of an array of structs ``d`` costs by itself (its
-    opening and closing, and each member's static steps), as the JSON renderer counts."""
-    return 2 + sum(_static_steps(m) for m in d.members)
+#: why an event fails that needs more MoveNext steps than the reference takes
+_TOO_MANY_STEPS = f"more than {MOVE_NEXT_LIMIT} enumeration steps"
 
 
-def _static_steps(d: FieldDef) -> int:
+def _data_steps(d: FieldDef, value: Any, depth: int) -> int:
+    """The MoveNext steps that field ``d`` (at struct nesting ``depth``), read as
+    ``value``, adds to its :func:`static_steps`: 1 per element of a variable-count
+    array of values, :func:`element_steps` per element of an array of structs."""
+    if d.encoding != FieldEncoding.STRUCT:
+        return len(value) if d.array == 0 else 0
+
+    def members(fields: Fields) -> int:
+        return sum(_data_steps(m, v, depth + 1)
+                   for m, (_, v) in zip(d.members, fields, strict=True))
+    if d.array is None:
+        return members(value)
+    per = element_steps(d, depth)
+    return sum(per + members(item) for item in value)
+
+
+def _has_data_steps(d: FieldDef, depth: int = 1) -> bool:
+    """Whether the JSON renderer counts MoveNext steps from the data for ``d``: a
+    variable count, an array of structs that is not nested too deep (or a struct
+    holding one of them)."""
     if d.error is not None:
-        return 0
-    if d.array is not None:
-        return 2 + (d.array if d.array and d.encoding != FieldEncoding.STRUCT else 0)
-    if d.encoding == FieldEncoding.STRUCT:
-        return 2 + sum(_static_steps(m) for m in d.members)
-    return 1
+        return False
+    if d.array == 0:
+        return True
+    if d.encoding != FieldEncoding.STRUCT or depth > STRUCT_NESTING_LIMIT:
+        return False
+    return d.array is not None or any(_has_data_steps(m, depth + 1) for m in d.members)
 
 
-def _whole_check(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], object] | None:
+def _budget(defs: list[FieldDef]) -> int | None:
+    """The MoveNext steps the data may add to ``defs``' :func:`static_steps` before the
+    event fails; None when every event fails before its first field (the static steps
+    alone are too many, and nothing is counted from the data: the JSON renderer checks
+    that first; else after the walk, once bounds are checked)."""
+    budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)
+    if budget < 0 and not any(_has_data_steps(d) for d in defs):
+        return None
+    return budget
+
+
+def _whole_check(defs: list[FieldDef], little: bool,
+                 budget: int | None) -> Callable[[bytes, int, int], object] | None:
     """The C check of :attr:`ParsedMetadata.check`, or None."""
     plan = _skip_plan(defs, frozenset())
 
     def walk(data: bytes, p: int, o: int) -> None:  # (where the C walk stops: why)
-        _Walker(data, little, o).planned(plan, p)
+        _Walker(data, little, o).planned(plan, p, budget)
     return native_check(defs, little, walk)
 
 
@@ -519,19 +556,27 @@ def field_extractor(defs: list[FieldDef], little: bool,
 def fields_reader(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], Fields]:
     """``read(data, pos, origin)``: the fields of a payload at ``data[pos:]`` (the event
     at ``origin``) as the walk reads them (:meth:`_Walker.members`), each top-level field
-    by its compiled reader (:func:`_reader`). A payload a reader cannot take (a value
-    past the end) is left to the walk, which raises what it raises."""
+    by its compiled reader (:func:`_reader`), then the MoveNext steps its data adds
+    counted from the values. A payload a reader cannot take (a value past the end, a
+    malformed one) is left to the walk, which raises what it raises where it raises it
+    (the readers count steps per field, the walk over the whole event)."""
     steps = tuple((d.name.decode("utf-8", "replace"), _reader(d, little)) for d in defs)
+    budget = _budget(defs)
+    counted = tuple((i, d) for i, d in enumerate(defs) if _has_data_steps(d))
 
     def read(data: bytes, pos: int, origin: int) -> Fields:
+        if budget is None:
+            raise EventHeaderError(_TOO_MANY_STEPS)
         start = pos
         out = []
         try:
             for name, read_one in steps:
                 value, pos = read_one(data, pos, little, origin)
                 out.append((name, value))
-        except struct.error:  # (a fixed-size value past the end)
-            return _Walker(data, little, origin).members(defs, start, 1)[0]
+        except (struct.error, EventHeaderError):  # (the walk says which error, and where)
+            return _Walker(data, little, origin).whole(defs, start, budget)
+        if counted and sum(_data_steps(d, out[i][1], 1) for i, d in counted) > budget:
+            raise EventHeaderError(_TOO_MANY_STEPS)
         return Fields(out)
     return read
 
@@ -602,7 +647,22 @@ class _Walker:
         self.data = data
         self.little = little
         self.origin = origin
-        self.steps = 0  # MoveNext steps of array-of-struct elements so far (step)
+        self.steps = 0  # MoveNext steps the data added so far (variable counts, step)
+
+    def whole(self, defs: list[FieldDef], pos: int, budget: int | None) -> Fields:
+        """All the fields of a payload, checked as the JSON renderer checks them: its
+        MoveNext steps too (``budget``: :attr:`ParsedMetadata.budget`)."""
+        if budget is None:
+            raise EventHeaderError(_TOO_MANY_STEPS)
+        fields = self.members(defs, pos, 1)[0]
+        self.enumerated(budget)
+        return fields
+
+    def enumerated(self, budget: int | None) -> None:
+        """After a whole walk: fail if the data added more MoveNext steps than
+        ``budget``."""
+        if budget is None or self.steps > budget:
+            raise EventHeaderError(_TOO_MANY_STEPS)
 
     def members(self, defs: list[FieldDef], pos: int, depth: int,
                 only: frozenset[bytes] | None = None) -> tuple[Fields, int]:
@@ -615,8 +675,11 @@ class _Walker:
             out.append((d.name.decode("utf-8", "replace"), value))
         return Fields(out), pos
 
-    def planned(self, plan: list[tuple[int, Any]], pos: int) -> Fields:
-        """The wanted top-level fields, walking by a :func:`_skip_plan`."""
+    def planned(self, plan: list[tuple[int, Any]], pos: int, budget: int | None) -> Fields:
+        """The wanted top-level fields, walking the whole payload by a :func:`_skip_plan`
+        (``budget`` as for :meth:`whole`)."""
+        if budget is None:
+            raise EventHeaderError(_TOO_MANY_STEPS)
         out = []
         for step, arg in plan:
             if step == 0:
@@ -632,6 +695,7 @@ class _Walker:
                 out.append((arg.name.decode("utf-8", "replace"), value))
             else:
                 pos = self.skip(arg, pos, 1)
+        self.enumerated(budget)
         return Fields(out)
 
     def skip(self, d: FieldDef, pos: int, depth: int) -> int:
@@ -646,6 +710,8 @@ class _Walker:
             count = d.array
             if not count:
                 count, pos = self.u16(pos), pos + 2
+                if d.encoding != FieldEncoding.STRUCT:
+                    self.steps += count
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
             end = pos + size * count
@@ -653,9 +719,10 @@ class _Walker:
                 self.past_end(pos + (len(self.data) - pos) // size * size)
             return end
         if d.encoding == FieldEncoding.STRUCT:
-            per = _element_steps(d)
+            per = element_steps(d, depth) if d.array is not None else 0
             for _ in range(count):
-                self.step(per)
+                if per:
+                    self.step(per)
                 for member in d.members:
                     pos = self.skip(member, pos, depth + 1)
             return pos
@@ -672,10 +739,12 @@ class _Walker:
         if d.array is None:
             return self.element(d, pos, depth)
         count = d.array
+        per = element_steps(d, depth) if d.encoding == FieldEncoding.STRUCT else 0
         if not count:
             count, pos = self.u16(pos), pos + 2
+            if not per:
+                self.steps += count
         items = []
-        per = _element_steps(d) if d.encoding == FieldEncoding.STRUCT else 0
         for _ in range(count):
             if per:
                 self.step(per)
@@ -684,13 +753,13 @@ class _Walker:
         return items, pos
 
     def step(self, steps: int) -> None:
-        """Count the MoveNext steps of one element of an array of structs, as the JSON
-        renderer counts them there: an element of no bytes (an empty struct) costs no
-        data, so without this bound an event of a few bytes could ask for 65535 x 65535
-        of them."""
+        """Count the MoveNext steps of one element of an array of structs, and fail past
+        MOVE_NEXT_LIMIT, as the JSON renderer does there: an element of no bytes (an
+        empty struct) costs no data, so without this bound an event of a few bytes could
+        ask for 65535 x 65535 of them."""
         self.steps += steps
         if self.steps > MOVE_NEXT_LIMIT:
-            raise EventHeaderError(f"more than {MOVE_NEXT_LIMIT} enumeration steps")
+            raise EventHeaderError(_TOO_MANY_STEPS)
 
     def element(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
         if d.encoding == FieldEncoding.STRUCT:

@@ -109,6 +109,32 @@ class FieldDef:
     error: str | None = None
 
 
+def static_steps(defs: list[FieldDef], depth: int = 1) -> int:
+    """The MoveNext steps that enumerating ``defs`` (members at struct nesting ``depth``)
+    costs whatever the data holds: 1 per value, 2 per struct and per array (its begin
+    and end) and 1 per element of a constant-count array of values. A field that fails
+    the event (``error``, a struct nested too deep) counts 0. The data adds the rest: 1
+    per element of a variable-count array of values, :func:`element_steps` per element
+    of an array of structs. Past MOVE_NEXT_LIMIT in all, the event fails."""
+    total = 0
+    for d in defs:
+        if d.error is not None:
+            continue
+        if d.array is not None:
+            total += 2 if d.encoding == FieldEncoding.STRUCT else 2 + d.array
+        elif d.encoding != FieldEncoding.STRUCT:
+            total += 1
+        elif depth <= STRUCT_NESTING_LIMIT:
+            total += 2 + static_steps(d.members, depth + 1)
+    return total
+
+
+def element_steps(d: FieldDef, depth: int) -> int:
+    """The MoveNext steps of one element of ``d``, an array of structs at ``depth``, by
+    itself (its begin, end and members' :func:`static_steps`)."""
+    return 2 + static_steps(d.members, depth + 1)
+
+
 def header_struct(little_endian: bool) -> struct.Struct:
     """``struct`` format of the 8-byte header, derived from the grammar."""
     return _derive(grammar(little_endian)["header"], little_endian)

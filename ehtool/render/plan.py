@@ -38,7 +38,9 @@ from ehtool.eventheader.grammar import (
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
     FieldDef,
+    element_steps,
     parse_metadata,
+    static_steps,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.render.style import JsonStyle
@@ -259,7 +261,8 @@ class _Generator:
             self.fail(2, f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
             static = 0
         else:
-            static = self.members(defs, parts, 2, 1, top=True)
+            self.members(defs, parts, 2, 1, top=True)
+            static = static_steps(defs)
         self.flush(2, advance=False)  # the last values: read (bounds checked), no more
         result = self.template(parts)
         body = self.lines[body_start:]
@@ -283,43 +286,35 @@ class _Generator:
         return "\n".join(self.lines) + "\n"
 
     def members(self, defs: list[FieldDef], parts: list[bytes | _Part], indent: int,
-                depth: int, top: bool = False) -> int:
-        """Members of an object (top level: each prefixed with ``sep``); returns the
-        static MoveNext step count."""
-        steps = 0
+                depth: int, top: bool = False) -> None:
+        """Members of an object (top level: each prefixed with ``sep``)."""
         for i, d in enumerate(defs):
             parts.append(self.style.member_key(d.name, d.tag, first=not (top or i)))
-            steps += self.value(d, parts, indent, depth)
-        return steps
+            self.value(d, parts, indent, depth)
 
-    def value(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
-        """Code for one field's value; appends its template parts, returns static steps."""
+    def value(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> None:
+        """Code for one field's value; appends its template parts."""
         if d.error is not None:
             self.fail(indent, d.error)
-            return 0
-        if d.array is not None:
-            return self.array(d, parts, indent, depth)
-        if d.encoding == E.STRUCT:
-            return self.struct(d, parts, indent, depth)
-        size = FIXED_SIZES.get(d.encoding)
-        if size is not None:
+        elif d.array is not None:
+            self.array(d, parts, indent, depth)
+        elif d.encoding == E.STRUCT:
+            self.struct(d, parts, indent, depth)
+        elif (size := FIXED_SIZES.get(d.encoding)) is not None:
             self.fixed(size, d.format, parts)
         else:
             parts.append(_Part(b"%s", self.string(d, indent)))
-        return 1
 
-    def struct(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
+    def struct(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> None:
         s = self.style
         if depth > STRUCT_NESTING_LIMIT:
             self.fail(indent, f"struct {d.name!r} nested deeper than {STRUCT_NESTING_LIMIT}")
-            return 0
-        if not d.members:
+        elif not d.members:
             parts.append(s.empty_obj)
-            return 2
-        parts.append(b"{")
-        steps = self.members(d.members, parts, indent, depth + 1)
-        parts.append(s.close_obj)
-        return 2 + steps
+        else:
+            parts.append(b"{")
+            self.members(d.members, parts, indent, depth + 1)
+            parts.append(s.close_obj)
 
     def fixed(self, size: int, fmt: int, parts: list[bytes | _Part]) -> None:
         """Queue a fixed-size value for the next combined unpack."""
@@ -367,7 +362,7 @@ class _Generator:
             self.emit(indent, f"p = {end}")
         return var
 
-    def array(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> int:
+    def array(self, d: FieldDef, parts: list[bytes | _Part], indent: int, depth: int) -> None:
         s = self.style
         enc = d.encoding
         size = FIXED_SIZES.get(enc) if enc != E.STRUCT else None
@@ -380,7 +375,7 @@ class _Generator:
                     parts.append(s.sep)
                 self.fixed(size, d.format, parts)
             parts.append(s.close_arr)
-            return 2 + n
+            return
         self.flush(indent)
         count = str(n)
         if not n:
@@ -407,19 +402,15 @@ class _Generator:
             element: list[bytes | _Part] = []
             if enc == E.STRUCT:
                 self.steps = True
-                k_at = len(self.lines)
-                self.emit(inner + 1, "")  # the step count goes here
+                self.emit(inner + 1, f"k += {element_steps(d, depth)}")
+                self.emit(inner + 1, f"if k > {MOVE_NEXT_LIMIT}:")
+                self.emit(inner + 2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
                 if d.members:
                     element.append(b"{")
-                    per = 2 + self.members(d.members, element, inner + 1, depth + 1)
+                    self.members(d.members, element, inner + 1, depth + 1)
                     element.append(s.close_obj)
                 else:
                     element.append(s.empty_obj)
-                    per = 2
-                self.lines[k_at] = "    " * (inner + 1) + f"k += {per}"
-                self.lines.insert(k_at + 1, "    " * (inner + 1) + f"if k > {MOVE_NEXT_LIMIT}:")
-                self.lines.insert(k_at + 2, "    " * (inner + 2)
-                                  + f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
             else:
                 element.append(_Part(b"%s", self.string(d, inner + 1)))
             self.flush(inner + 1)
@@ -428,9 +419,6 @@ class _Generator:
         self.emit(indent, "else:")
         self.emit(indent + 1, f"{var} = {self.const(s.empty_arr)}")
         parts.append(_Part(b"%s", var))
-        if n:
-            return 2 + (n if enc != E.STRUCT else 0)
-        return 2
 
     def simple_array(self, size: int, fmt: int, count: str, var: str, indent: int) -> None:
         """A whole array of fixed-size values with one unpack."""

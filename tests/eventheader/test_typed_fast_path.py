@@ -3,9 +3,9 @@
 ``TypedDecoder.decode`` finds an event's layout by the bytes that made an earlier event
 of its tracepoint read so (``prefix_key``), and reads the fields with readers compiled
 per metadata (``fields_reader``). The reference here is the walk without either: the
-event read by ``read_event``, its metadata parsed, every field walked
-(``_Walker.members``). Both must agree on every EventHeader event of the reference .dat
-capture, of the reference recording and of examples/eventheader.data, and on seeded
+event read by ``read_event``, its metadata parsed, every field walked with its MoveNext
+steps (``_Walker.whole``). Both must agree on every EventHeader event of the reference
+.dat capture, of the reference recording and of examples/eventheader.data, and on seeded
 mutations of them (the decoder warmed with the originals first, so that mutated events
 meet remembered layouts): the same result, or the same error message.
 """
@@ -22,6 +22,7 @@ from ehtool.eventheader.decoder import (
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
     TypedDecoder,
+    _budget,
     _Walker,
     parse_name,
     read_event,
@@ -45,7 +46,7 @@ def _reference(name: str, data: bytes, offset: int) -> tuple | None:
     event_name, defs = parse_metadata(raw.metadata, raw.little)
     if len(defs) > TOP_LEVEL_FIELD_LIMIT:
         raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-    fields, _ = _Walker(data, raw.little, offset).members(defs, raw.payload, 1)
+    fields = _Walker(data, raw.little, offset).whole(defs, raw.payload, _budget(defs))
     act = raw.activity
     event, _, attributes = event_name.partition(b";")
     flags, version, ident, tag, opcode, level = raw.header
