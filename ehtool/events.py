@@ -58,6 +58,10 @@ class Event:
     offset: int = field(default=0, repr=False)
 
 
+#: ``only`` for a check of the whole event that decodes no field
+_NONE: frozenset[bytes] = frozenset()
+
+
 class SampleConverter:
     """perf.data samples -> :class:`Event` (caches per event description)."""
 
@@ -100,17 +104,19 @@ class SampleConverter:
         return hit
 
     def identify(self, sample: Any) -> tuple[str, str, int | None, int | None]:
-        """``(provider, event, level, keyword)`` of a sample without decoding its
-        fields (level and keyword None for a plain tracepoint)."""
+        """``(provider, event, level, keyword)`` of a sample as :meth:`convert` shows it,
+        without decoding its fields (level and keyword None for a plain tracepoint: a
+        malformed EventHeader event is one, as its data is checked whole)."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         if eh_offset is not None:
             try:
-                hit = self.decoder.identify(fmt.name, sample.raw, eh_offset)
+                parts = self.decoder.decode_parts(fmt.name, sample.raw, eh_offset, _NONE)
             except EventHeaderError:
-                hit = None
-            if hit is not None:
-                info, raw, event_name = hit
-                return info.provider, event_name, raw.header[5], info.keyword
+                parts = None
+            if parts is not None:
+                layout = parts[0]
+                return (layout.name.provider, layout.parsed.event_name, layout.header[5],
+                        layout.name.keyword)
         return provider, event, None, None
 
     def convert(self, sample: Any, only: frozenset[str] | None = None) -> Event:

@@ -526,7 +526,7 @@ class Selection:
             try:
                 parts = self._json_decoder().check_parts(tracepoint[0], sample.raw,
                                                          tracepoint[1])
-            except ValueError:
+            except ValueError:  # malformed: shown as a plain tracepoint, selected so
                 parts = None
             if parts is not None:
                 info = parts[0]

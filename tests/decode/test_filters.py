@@ -454,3 +454,35 @@ def test_nonsample_records_do_not_move_where_relative_times_start():
     first_sample = next(e for e in everything if not e["n"].startswith("perf:"))
     assert everything[0]["n"].startswith("perf:") and everything[0] != first_sample
     assert len(events("--since", "7")) == 1
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_malformed_eventheader_events_are_selected_as_the_plain_tracepoints_shown(
+        pure, tmp_path):
+    """An EventHeader event whose data is malformed is shown as the plain tracepoint
+    ``user_events:MyProvider_L5K1``: --provider, --event and --level took it by the
+    header and metadata (``--provider MyProvider`` kept it, ``--filter 'provider ==
+    "MyProvider"'`` did not), and ``info`` counted it as an EventHeader event."""
+    from ehtool.decode.info import summarize
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from tests.eventheader.helpers import event, fd, recording
+
+    path = tmp_path / "malformed.data"
+    recording(path, [event([fd(b"a", E.VALUE8)], b"\1", name=b"Ok"),
+                     event([fd(b"a", E.VALUE8, count=5000)], bytes(5000), name=b"Steps"),
+                     event([fd(b"s", E.STRING_LENGTH16_CHAR8)], b"\xe8\x03cut", name=b"Cut")])
+
+    def names(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *args, str(path)], capture_output=True, text=True, check=True,
+                              env={**os.environ, "EHTOOL_PURE": pure})
+        return [json.loads(line)["n"] for line in done.stdout.splitlines()]
+
+    plain = ["user_events:MyProvider_L5K1"] * 2
+    assert names() == ["MyProvider:Ok", *plain]
+    assert names("--provider", "MyProvider") == names("--level", "5") == ["MyProvider:Ok"]
+    assert names("--filter", 'provider == "MyProvider"') == ["MyProvider:Ok"]
+    assert names("--provider", "user_events") == names("--event", "MyProvider_L5K1") == plain
+    assert names("--filter", 'provider == "user_events"') == plain
+    assert names("--event", "Steps") == names("--event", "Cut") == []
+    assert summarize(str(path))["eventheader_events"] == {"MyProvider:Ok": 1}

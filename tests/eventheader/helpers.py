@@ -77,3 +77,26 @@ def reference_events() -> list[tuple[str, bytes, int]]:
     dat = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
     return ([(name, data, 0) for name, data in iter_dat(dat)]
             + recorded(golden_path("linuxtracepoints/perf.data")) + recorded(example))
+
+
+def recording(path, payloads: list[bytes]) -> None:
+    """A perf.data at ``path`` of one sample of ``user_events:MyProvider_L5K1`` per
+    EventHeader event in ``payloads`` (its metadata and first sample from
+    examples/eventheader.data), a microsecond apart."""
+    from pathlib import Path
+
+    from ehtool.perfdata.reader import PerfDataFile
+    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "eventheader.data"
+    with PerfDataFile.open(example) as f:
+        s0 = next(s for s in f.samples("file") if b"Started\0" in s.raw)
+        prefix = bytes(s0.raw[:s0.desc.format.eventheader_offset])
+        w = PerfDataWriter(path, big_endian=f.big_endian,
+                           attr_size=max(d.attr.size for d in f.descs))
+        copy_metadata(w, f)
+    index = next(i for i, (_, _, name) in enumerate(w.events) if name.endswith("_L5K1"))
+    for k, payload in enumerate(payloads):
+        w.add_sample(index, id=w.events[index][1][0], time=s0.time + 1000 * k, pid=s0.pid,
+                     tid=s0.tid, cpu=s0.cpu, raw=prefix + payload)
+    w.close()

@@ -16,7 +16,7 @@ from ehtool.eventheader.grammar import parse_metadata, static_steps
 from ehtool.render.eventheader import EventHeaderDecoder, EventHeaderError
 from ehtool.render.style import SPACED
 
-from .helpers import event, fd
+from .helpers import event, fd, recording
 
 TP = "P_L5K1"
 ONLY = [None, frozenset(), frozenset({b"a"})]
@@ -144,25 +144,13 @@ def test_decode_query_and_open_agree_on_an_event_of_too_many_steps(tmp_path):
     from pathlib import Path
 
     import ehtool
-    from ehtool.perfdata.reader import PerfDataFile
-    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
 
     repo = Path(__file__).resolve().parents[2]
-    payloads = [event([fd(b"a", E.VALUE8, count=100)], bytes(100), name=b"Ok"),
-                event([fd(b"a", E.VALUE8, count=5000)], bytes(5000), name=b"Const"),
-                event([fd(b"a", E.VALUE8, varray=True)], u16(5000) + bytes(5000), name=b"Var")]
     path = tmp_path / "steps.data"
-    with PerfDataFile.open(repo / "examples" / "eventheader.data") as f:
-        s0 = next(s for s in f.samples("file") if b"Started\0" in s.raw)
-        prefix = bytes(s0.raw[:s0.desc.format.eventheader_offset])
-        w = PerfDataWriter(path, big_endian=f.big_endian,
-                           attr_size=max(d.attr.size for d in f.descs))
-        copy_metadata(w, f)
-    index = next(i for i, (_, _, name) in enumerate(w.events) if name.endswith("_L5K1"))
-    for k, payload in enumerate(payloads):
-        w.add_sample(index, id=w.events[index][1][0], time=s0.time + k, pid=s0.pid,
-                     tid=s0.tid, cpu=s0.cpu, raw=prefix + payload)
-    w.close()
+    recording(path, [event([fd(b"a", E.VALUE8, count=100)], bytes(100), name=b"Ok"),
+                     event([fd(b"a", E.VALUE8, count=5000)], bytes(5000), name=b"Const"),
+                     event([fd(b"a", E.VALUE8, varray=True)], u16(5000) + bytes(5000),
+                           name=b"Var")])
     expected = ["MyProvider:Ok"] + ["user_events:MyProvider_L5K1"] * 2
 
     def ehtool_cli(*args: str) -> subprocess.CompletedProcess:
