@@ -21,6 +21,8 @@ fields             string                    JSON object of the fields (typed va
                                              text, bytes as hex, structs as objects,
                                              NaN and infinities as decode's strings;
                                              of duplicate names the first)
+error              string                    why an EventHeader tracepoint's event is a
+                                             plain tracepoint here (malformed), or null
 =================  ========================  =========================================
 """
 
@@ -95,7 +97,7 @@ def schema(columns: list[str] | None = None) -> Any:
         ("event", pa.string()), ("level", pa.uint8()), ("keyword", pa.uint64()),
         ("opcode", pa.uint8()), ("id", pa.uint16()), ("version", pa.uint8()),
         ("activity", pa.string()), ("related_activity", pa.string()),
-        ("fields", pa.string()),
+        ("fields", pa.string()), ("error", pa.string()),
     ])
     return pa.schema([full.field(n) for n in columns]) if columns else full
 
@@ -305,6 +307,7 @@ COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
     "related_activity": lambda files, evs: [_text(ev.meta.get("related_activity"))
                                             for ev in evs],
     "fields": lambda files, evs: [fields_json(ev.fields) for ev in evs],
+    "error": _attribute("error"),
 }
 
 

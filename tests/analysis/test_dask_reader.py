@@ -27,7 +27,7 @@ DTYPES = {"file": pd.StringDtype("pyarrow"), "time": pd.DatetimeTZDtype("ns", "U
           "level": pd.UInt8Dtype(), "keyword": pd.UInt64Dtype(), "opcode": pd.UInt8Dtype(),
           "id": pd.UInt16Dtype(), "version": pd.UInt8Dtype(),
           "activity": pd.StringDtype("pyarrow"), "related_activity": pd.StringDtype("pyarrow"),
-          "fields": pd.StringDtype("pyarrow")}
+          "fields": pd.StringDtype("pyarrow"), "error": pd.StringDtype("pyarrow")}
 
 
 @pytest.fixture(autouse=True)

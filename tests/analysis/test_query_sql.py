@@ -140,7 +140,7 @@ def test_statements_that_read_every_column():
     """They saw cpu alone (the columns were guessed from words of the text)."""
     names = ["file", "time", "session_time", "cpu", "pid", "tid", "comm", "provider",
              "event", "level", "keyword", "opcode", "id", "version", "activity",
-             "related_activity", "fields"]
+             "related_activity", "fields", "error"]
     assert [r["column_name"] for r in query("describe events")] == names
     assert [r["column_name"] for r in query("summarize events")] == names
     assert [r["name"] for r in query("pragma table_info('events')")] == names
@@ -318,10 +318,10 @@ def test_statements_that_save_a_query_give_its_rows(tmp_path):
                  "select count(*) as n, count(distinct provider) as p from t") == [
         {"n": 3 + low, "p": 1}]
     assert query("create table c as select * from pragma_table_info('events'); "
-                 "select count(*) as n from c") == [{"n": 17}]
-    assert query("select count(*) as n from pragma_table_info('events')") == [{"n": 17}]
+                 "select count(*) as n from c") == [{"n": 18}]
+    assert query("select count(*) as n from pragma_table_info('events')") == [{"n": 18}]
     assert query("select count(*) as n from information_schema.columns "
-                 "where table_name = 'events'") == [{"n": 17}]
+                 "where table_name = 'events'") == [{"n": 18}]
     out = tmp_path / "by-provider.csv"
     done = ehtool("query", f"copy (select provider, count(*) as n from events group by 1) "
                            f"to '{out}' (header)", EVENTHEADER)
