@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ehtool.perfdata.grammar import ReadFormat, RecordType, grammar_for
-from ehtool.perfdata.hotpath import body_offset
+from ehtool.perfdata.hotpath import body_offset, field_offset
 
 _SAMPLE, _LOST, _LOST_SAMPLES = (int(RecordType.SAMPLE), int(RecordType.LOST),
                                  int(RecordType.LOST_SAMPLES))
@@ -48,18 +48,9 @@ LOST_TYPES = frozenset(_LOST_AT)
 _HEADER_ATTR = int(RecordType.HEADER_ATTR)
 
 
-def _read_format_at() -> int:
-    """Where a HEADER_ATTR record's ``attr.read_format`` is, from the grammar."""
-    g = grammar_for(False)
-    pos = _offset(_HEADER_ATTR, "attr")
-    for sub in g.attr.subcons:
-        if sub.name == "read_format":
-            return pos
-        pos += sub.sizeof()
-    raise KeyError("read_format")
-
-
-_READ_FORMAT_AT = _read_format_at()
+#: where a HEADER_ATTR record's ``attr.read_format`` is
+_READ_FORMAT_AT = (_offset(_HEADER_ATTR, "attr")
+                   + field_offset(grammar_for(False).attr, "read_format"))
 
 
 @dataclass

@@ -125,8 +125,14 @@ def id_offsets(g: PerfGrammar, sample_type: int) -> tuple[int, int]:
 def body_offset(g: PerfGrammar, rtype: int, name: str) -> int:
     """Where field ``name`` of a record of ``rtype`` starts (its fixed-size fields before
     it, after the header), from the grammar."""
-    pos = g.record_header.sizeof()
-    for sub in g.records[rtype].subcons:
+    return g.record_header.sizeof() + field_offset(g.records[rtype], name)
+
+
+def field_offset(st: c.Struct, name: str) -> int:
+    """Where field ``name`` of the construct Struct ``st`` starts (the sizes of the
+    fixed-size fields before it)."""
+    pos = 0
+    for sub in st.subcons:
         if sub.name == name:
             return pos
         pos += sub.sizeof()
