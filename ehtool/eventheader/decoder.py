@@ -16,7 +16,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from ehtool.eventheader.cplan import native_check
 from ehtool.eventheader.enums import (
@@ -35,6 +35,7 @@ from ehtool.eventheader.grammar import (
     count_struct,
     element_steps,
     extension_struct,
+    has_data_steps,
     header_struct,
     parse_extensions,
     parse_metadata,
@@ -374,7 +375,7 @@ class TypedDecoder:
             budget = _budget(defs)
             hit = ParsedMetadata(event_name.decode("utf-8", "replace"),
                                  attributes.decode("utf-8", "replace"), defs,
-                                 fields_reader(defs, little) if fits else None,
+                                 fields_reader(defs, little, budget) if fits else None,
                                  _whole_check(defs, little, budget) if fits else None,
                                  budget)
             self._metadata[key] = hit
@@ -430,33 +431,26 @@ class EventLayout(NamedTuple):
 _TOO_MANY_STEPS = f"more than {MOVE_NEXT_LIMIT} enumeration steps"
 
 
-def _data_steps(d: FieldDef, value: Any, depth: int) -> int:
-    """The MoveNext steps that field ``d`` (at struct nesting ``depth``), read as
-    ``value``, adds to its :func:`static_steps`: 1 per element of a variable-count
-    array of values, :func:`element_steps` per element of an array of structs."""
+def _step_counter(d: FieldDef, depth: int = 1) -> Callable[[Any], int] | None:
+    """``count(value)``: the MoveNext steps that field ``d`` (at struct nesting
+    ``depth``), read as ``value``, adds to its :func:`static_steps` (1 per element of a
+    variable-count array of values, :func:`element_steps` per element of an array of
+    structs); None when it adds none (:func:`has_data_steps`). Made once per metadata."""
+    if not has_data_steps(d, depth):
+        return None
     if d.encoding != FieldEncoding.STRUCT:
-        return len(value) if d.array == 0 else 0
+        return len
+    members = [(i, count) for i, m in enumerate(d.members)
+               if (count := _step_counter(m, depth + 1)) is not None]
 
-    def members(fields: Fields) -> int:
-        return sum(_data_steps(m, v, depth + 1)
-                   for m, (_, v) in zip(d.members, fields, strict=True))
+    def inside(fields: Fields) -> int:
+        return sum(count(fields[i][1]) for i, count in members)
     if d.array is None:
-        return members(value)
+        return inside
     per = element_steps(d, depth)
-    return sum(per + members(item) for item in value)
-
-
-def _has_data_steps(d: FieldDef, depth: int = 1) -> bool:
-    """Whether the JSON renderer counts MoveNext steps from the data for ``d``: a
-    variable count, an array of structs that is not nested too deep (or a struct
-    holding one of them)."""
-    if d.error is not None:
-        return False
-    if d.array == 0:
-        return True
-    if d.encoding != FieldEncoding.STRUCT or depth > STRUCT_NESTING_LIMIT:
-        return False
-    return d.array is not None or any(_has_data_steps(m, depth + 1) for m in d.members)
+    if not members:
+        return lambda items: per * len(items)
+    return lambda items: per * len(items) + sum(map(inside, items))
 
 
 def _budget(defs: list[FieldDef]) -> int | None:
@@ -465,7 +459,7 @@ def _budget(defs: list[FieldDef]) -> int | None:
     alone are too many, and nothing is counted from the data: the JSON renderer checks
     that first; else after the walk, once bounds are checked)."""
     budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)
-    if budget < 0 and not any(_has_data_steps(d) for d in defs):
+    if budget < 0 and not any(has_data_steps(d) for d in defs):
         return None
     return budget
 
@@ -553,7 +547,8 @@ def field_extractor(defs: list[FieldDef], little: bool,
     return extract
 
 
-def fields_reader(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, int], Fields]:
+def fields_reader(defs: list[FieldDef], little: bool,
+                  budget: int | None) -> Callable[[bytes, int, int], Fields]:
     """``read(data, pos, origin)``: the fields of a payload at ``data[pos:]`` (the event
     at ``origin``) as the walk reads them (:meth:`_Walker.members`), each top-level field
     by its compiled reader (:func:`_reader`), then the MoveNext steps its data adds
@@ -561,8 +556,8 @@ def fields_reader(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, i
     malformed one) is left to the walk, which raises what it raises where it raises it
     (the readers count steps per field, the walk over the whole event)."""
     steps = tuple((d.name.decode("utf-8", "replace"), _reader(d, little)) for d in defs)
-    budget = _budget(defs)
-    counted = tuple((i, d) for i, d in enumerate(defs) if _has_data_steps(d))
+    counters = tuple((i, count) for i, d in enumerate(defs)
+                     if (count := _step_counter(d)) is not None)
 
     def read(data: bytes, pos: int, origin: int) -> Fields:
         if budget is None:
@@ -575,7 +570,7 @@ def fields_reader(defs: list[FieldDef], little: bool) -> Callable[[bytes, int, i
                 out.append((name, value))
         except (struct.error, EventHeaderError):  # (the walk says which error, and where)
             return _Walker(data, little, origin).whole(defs, start, budget)
-        if counted and sum(_data_steps(d, out[i][1], 1) for i, d in counted) > budget:
+        if counters and sum(count(out[i][1]) for i, count in counters) > budget:
             raise EventHeaderError(_TOO_MANY_STEPS)
         return Fields(out)
     return read
@@ -658,10 +653,10 @@ class _Walker:
         self.enumerated(budget)
         return fields
 
-    def enumerated(self, budget: int | None) -> None:
+    def enumerated(self, budget: int) -> None:
         """After a whole walk: fail if the data added more MoveNext steps than
         ``budget``."""
-        if budget is None or self.steps > budget:
+        if self.steps > budget:
             raise EventHeaderError(_TOO_MANY_STEPS)
 
     def members(self, defs: list[FieldDef], pos: int, depth: int,
@@ -702,9 +697,6 @@ class _Walker:
         """The position after ``d``'s value, checked as :meth:`value` checks it."""
         if d.error is not None:
             raise EventHeaderError(d.error)
-        if d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
-            raise EventHeaderError(f"struct {d.name!r} nested deeper than "
-                                   f"{STRUCT_NESTING_LIMIT}")
         count = 1
         if d.array is not None:
             count = d.array
@@ -712,6 +704,8 @@ class _Walker:
                 count, pos = self.u16(pos), pos + 2
                 if d.encoding != FieldEncoding.STRUCT:
                     self.steps += count
+        if count and d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
+            self.too_deep(d)
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
             end = pos + size * count
@@ -733,10 +727,10 @@ class _Walker:
     def value(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
         if d.error is not None:
             raise EventHeaderError(d.error)
-        if d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
-            raise EventHeaderError(f"struct {d.name!r} nested deeper than "
-                                   f"{STRUCT_NESTING_LIMIT}")
+        deep = d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT
         if d.array is None:
+            if deep:
+                self.too_deep(d)
             return self.element(d, pos, depth)
         count = d.array
         per = element_steps(d, depth) if d.encoding == FieldEncoding.STRUCT else 0
@@ -744,6 +738,8 @@ class _Walker:
             count, pos = self.u16(pos), pos + 2
             if not per:
                 self.steps += count
+        if deep and count:  # (an array of none is never entered)
+            self.too_deep(d)
         items = []
         for _ in range(count):
             if per:
@@ -751,6 +747,10 @@ class _Walker:
             item, pos = self.element(d, pos, depth)
             items.append(item)
         return items, pos
+
+    @staticmethod
+    def too_deep(d: FieldDef) -> NoReturn:
+        raise EventHeaderError(f"struct {d.name!r} nested deeper than {STRUCT_NESTING_LIMIT}")
 
     def step(self, steps: int) -> None:
         """Count the MoveNext steps of one element of an array of structs, and fail past

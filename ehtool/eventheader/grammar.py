@@ -113,9 +113,11 @@ def static_steps(defs: list[FieldDef], depth: int = 1) -> int:
     """The MoveNext steps that enumerating ``defs`` (members at struct nesting ``depth``)
     costs whatever the data holds: 1 per value, 2 per struct and per array (its begin
     and end) and 1 per element of a constant-count array of values. A field that fails
-    the event (``error``, a struct nested too deep) counts 0. The data adds the rest: 1
-    per element of a variable-count array of values, :func:`element_steps` per element
-    of an array of structs. Past MOVE_NEXT_LIMIT in all, the event fails."""
+    the event (``error``, a struct nested too deep) counts 0 (an array of structs nested
+    too deep its 2: it fails only with elements). The data adds the rest
+    (:func:`has_data_steps`): 1 per element of a variable-count array of values,
+    :func:`element_steps` per element of an array of structs. Past MOVE_NEXT_LIMIT in
+    all, the event fails."""
     total = 0
     for d in defs:
         if d.error is not None:
@@ -127,6 +129,21 @@ def static_steps(defs: list[FieldDef], depth: int = 1) -> int:
         elif depth <= STRUCT_NESTING_LIMIT:
             total += 2 + static_steps(d.members, depth + 1)
     return total
+
+
+def has_data_steps(d: FieldDef, depth: int = 1) -> bool:
+    """Whether the data adds MoveNext steps to :func:`static_steps` for field ``d`` (at
+    struct nesting ``depth``): a variable count (read before a struct's depth is
+    checked), an array of structs not nested too deep, or a struct holding one. Without
+    any, an event whose static steps are too many fails before its first field; with
+    one, after its bounds are checked (as the JSON renderer checks them)."""
+    if d.error is not None:
+        return False
+    if d.array == 0:
+        return True
+    if d.encoding != FieldEncoding.STRUCT or depth > STRUCT_NESTING_LIMIT:
+        return False
+    return d.array is not None or any(has_data_steps(m, depth + 1) for m in d.members)
 
 
 def element_steps(d: FieldDef, depth: int) -> int:

@@ -39,6 +39,7 @@ from ehtool.eventheader.grammar import (
     EventHeaderError,
     FieldDef,
     element_steps,
+    has_data_steps,
     parse_metadata,
     static_steps,
 )
@@ -202,7 +203,6 @@ class _Generator:
         self.codes: list[str] = []
         self.targets: list[str] = []
         self.size = 0
-        self.steps = False  # whether the code counts MoveNext steps in ``k``
 
     # -- small utilities --
 
@@ -260,26 +260,28 @@ class _Generator:
         if len(defs) > TOP_LEVEL_FIELD_LIMIT:
             self.fail(2, f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
             static = 0
+            counts = False
         else:
             self.members(defs, parts, 2, 1, top=True)
             static = static_steps(defs)
+            counts = any(has_data_steps(d) for d in defs)  # the code counts steps in k
         self.flush(2, advance=False)  # the last values: read (bounds checked), no more
         result = self.template(parts)
         body = self.lines[body_start:]
         del self.lines[body_start:]
         limit = MOVE_NEXT_LIMIT - 1  # the last MoveNext call finds the end
         self.emit(0, "def render(data, p, o):")
-        if self.steps:
+        if counts:
             self.emit(1, "k = 0")
         elif static > limit:
             self.emit(1, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
         self.emit(1, "try:")
         self.lines.extend(body)
-        self.emit(2, f"r = {result}" if self.steps else f"return {result}")
+        self.emit(2, f"r = {result}" if counts else f"return {result}")
         self.emit(1, "except (_struct_error, IndexError):")
         self.emit(2, "raise _E('field data runs past the end of the event (byte %d)'"
                      " % (p - o)) from None")
-        if self.steps:
+        if counts:
             self.emit(1, f"if k > {limit - static}:")
             self.emit(2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
             self.emit(1, "return r")
@@ -382,7 +384,6 @@ class _Generator:
             count = self.name("n")
             self.emit(indent, f"{count} = _H(data, p)[0]")
             self.emit(indent, "p += 2")
-            self.steps = True
         var = self.name("a")
         opening = self.const(b"[" + s.first)
         close = self.const(s.close_arr)
@@ -401,7 +402,6 @@ class _Generator:
             self.emit(inner, f"for _ in range({count}):")
             element: list[bytes | _Part] = []
             if enc == E.STRUCT:
-                self.steps = True
                 self.emit(inner + 1, f"k += {element_steps(d, depth)}")
                 self.emit(inner + 1, f"if k > {MOVE_NEXT_LIMIT}:")
                 self.emit(inner + 2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")

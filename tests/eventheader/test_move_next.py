@@ -169,3 +169,15 @@ def test_decode_query_and_open_agree_on_an_event_of_too_many_steps(tmp_path):
     assert [json.loads(line) for line in done.stdout.splitlines()] == [
         {"n": n, "error": None if n == expected[0] else "more than 4096 enumeration steps"}
         for n in expected]
+
+
+def test_an_empty_array_of_structs_nested_too_deep_is_never_entered(impl):
+    """An array of structs nine deep fails only with elements, as the renderer says (the
+    typed walk failed it for being there)."""
+    nest = [fd(b"a", E.STRUCT, 1)] + [fd(b"s%d" % i, E.STRUCT, 1) for i in range(1, 8)]
+    for varray, payload, expected in ((True, u16(0), "ok"), (True, u16(1) + b"\1", "error"),
+                                      (False, b"\1", "error")):
+        deep = fd(b"x", E.STRUCT, 1, varray=True) if varray else fd(b"x", E.STRUCT, 1, count=1)
+        rendered, typed = verdicts(event([*nest, deep, fd(b"m", E.VALUE8)], payload))
+        assert rendered == expected
+        assert typed == [expected] * len(ONLY)
