@@ -28,32 +28,13 @@ EVENTS = [
 
 def _recording(path: Path, rounds: int) -> None:
     """EVENTS, ``rounds`` times over, as samples of MyProvider_L5K1."""
-    from ehtool.perfdata.grammar import RecordType
-    from ehtool.perfdata.reader import PerfDataFile
-    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+    from tests.eventheader.helpers import recording
 
     done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
                           input="".join(json.dumps(e) + "\n" for e in EVENTS).encode(),
                           capture_output=True, cwd=REPO, check=True)
     payloads = [bytes.fromhex(line.split()[1].decode()) for line in done.stdout.splitlines()]
-    example = REPO / "examples" / "eventheader.data"
-    with PerfDataFile.open(example) as f:
-        s0 = next(s for s in f.samples("file") if b"Started\0" in s.raw)
-        prefix = bytes(s0.raw[:s0.desc.format.eventheader_offset])
-        w = PerfDataWriter(path, big_endian=f.big_endian,
-                           attr_size=max(d.attr.size for d in f.descs))
-        copy_metadata(w, f)
-    index = next(i for i, (_, _, name) in enumerate(w.events)
-                 if name.endswith("MyProvider_L5K1"))
-    ids = w.events[index][1]
-    t = s0.time
-    for _ in range(rounds):
-        for payload in payloads:
-            t += 1000
-            w.add_sample(index, id=ids[0], time=t, pid=s0.pid, tid=s0.tid, cpu=s0.cpu,
-                         raw=prefix + payload)
-        w.add_record(RecordType.FINISHED_ROUND)
-    w.close()
+    recording(path, payloads, rounds)
 
 
 @pytest.mark.parametrize("rounds", [3, 20000])  # (20,000: more than a row group)

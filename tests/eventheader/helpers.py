@@ -79,12 +79,14 @@ def reference_events() -> list[tuple[str, bytes, int]]:
             + recorded(golden_path("linuxtracepoints/perf.data")) + recorded(example))
 
 
-def recording(path, payloads: list[bytes]) -> None:
+def recording(path, payloads: list[bytes], rounds: int = 1) -> None:
     """A perf.data at ``path`` of one sample of ``user_events:MyProvider_L5K1`` per
     EventHeader event in ``payloads`` (its metadata and first sample from
-    examples/eventheader.data), a microsecond apart."""
+    examples/eventheader.data), a microsecond apart; ``rounds`` times over, each time
+    ended by a FINISHED_ROUND record."""
     from pathlib import Path
 
+    from ehtool.perfdata.grammar import RecordType
     from ehtool.perfdata.reader import PerfDataFile
     from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
 
@@ -96,7 +98,12 @@ def recording(path, payloads: list[bytes]) -> None:
                            attr_size=max(d.attr.size for d in f.descs))
         copy_metadata(w, f)
     index = next(i for i, (_, _, name) in enumerate(w.events) if name.endswith("_L5K1"))
-    for k, payload in enumerate(payloads):
-        w.add_sample(index, id=w.events[index][1][0], time=s0.time + 1000 * k, pid=s0.pid,
-                     tid=s0.tid, cpu=s0.cpu, raw=prefix + payload)
+    t = s0.time
+    for _ in range(rounds):
+        for payload in payloads:
+            w.add_sample(index, id=w.events[index][1][0], time=t, pid=s0.pid, tid=s0.tid,
+                         cpu=s0.cpu, raw=prefix + payload)
+            t += 1000
+        if rounds > 1:
+            w.add_record(RecordType.FINISHED_ROUND)
     w.close()
