@@ -19,6 +19,7 @@ def summarize(path: str) -> dict[str, Any]:
     from ehtool.errors import EhtoolError, InputError
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
+    from ehtool.values.strings import escape_surrogates
 
     per_event: Counter[str] = Counter()
     per_eventheader: Counter[str] = Counter()
@@ -34,8 +35,8 @@ def summarize(path: str) -> dict[str, Any]:
                 per_event[desc.name or "?"] += 1
                 if desc.format is not None and desc.format.eventheader_offset is not None:
                     provider, event, level, _ = identify(sample)
-                    if level is not None:
-                        per_eventheader[f"{provider}:{event}"] += 1
+                    if level is not None:  # (a lone surrogate as decode's JSON escapes it)
+                        per_eventheader[escape_surrogates(f"{provider}:{event}")] += 1
                 t = sample.time
                 if t is not None:
                     first = t if first is None or t < first else first

@@ -42,6 +42,7 @@ from ehtool.eventheader.grammar import (
     static_steps,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
+from ehtool.values.strings import UTF8_AS_SHOWN
 
 __all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo",
            "ParsedMetadata", "RawEvent", "TypedDecoder", "activity_ids", "field_extractor",
@@ -373,8 +374,8 @@ class TypedDecoder:
             event_name, _, attributes = name.partition(b";")
             fits = len(defs) <= TOP_LEVEL_FIELD_LIMIT
             budget = _budget(defs)
-            hit = ParsedMetadata(event_name.decode("utf-8", "replace"),
-                                 attributes.decode("utf-8", "replace"), defs,
+            hit = ParsedMetadata(event_name.decode("utf-8", UTF8_AS_SHOWN),
+                                 attributes.decode("utf-8", UTF8_AS_SHOWN), defs,
                                  fields_reader(defs, little, budget) if fits else None,
                                  _whole_check(defs, little, budget) if fits else None,
                                  budget)
@@ -508,7 +509,7 @@ def field_extractor(defs: list[FieldDef], little: bool,
     steps: list[tuple[int, Any]] = []  # (0, bytes to step), (1, (name, read)), (2, def)
     for d in defs[:wanted[-1] + 1]:
         if d.name in only:
-            steps.append((1, (d.name.decode("utf-8", "replace"), _reader(d, little))))
+            steps.append((1, (d.name.decode("utf-8", UTF8_AS_SHOWN), _reader(d, little))))
             continue
         size = FIXED_SIZES.get(d.encoding)
         if d.error is None and d.array != 0 and d.encoding != FieldEncoding.STRUCT \
@@ -555,7 +556,7 @@ def fields_reader(defs: list[FieldDef], little: bool,
     counted from the values. A payload a reader cannot take (a value past the end, a
     malformed one) is left to the walk, which raises what it raises where it raises it
     (the readers count steps per field, the walk over the whole event)."""
-    steps = tuple((d.name.decode("utf-8", "replace"), _reader(d, little)) for d in defs)
+    steps = tuple((d.name.decode("utf-8", UTF8_AS_SHOWN), _reader(d, little)) for d in defs)
     counters = tuple((i, count) for i, d in enumerate(defs)
                      if (count := _step_counter(d)) is not None)
 
@@ -667,7 +668,7 @@ class _Walker:
                 pos = self.skip(d, pos, depth)
                 continue
             value, pos = self.value(d, pos, depth)
-            out.append((d.name.decode("utf-8", "replace"), value))
+            out.append((d.name.decode("utf-8", UTF8_AS_SHOWN), value))
         return Fields(out), pos
 
     def planned(self, plan: list[tuple[int, Any]], pos: int, budget: int | None) -> Fields:
@@ -687,7 +688,7 @@ class _Walker:
                 pos += total
             elif step == 1:
                 value, pos = self.value(arg, pos, 1)
-                out.append((arg.name.decode("utf-8", "replace"), value))
+                out.append((arg.name.decode("utf-8", UTF8_AS_SHOWN), value))
             else:
                 pos = self.skip(arg, pos, 1)
         self.enumerated(budget)

@@ -61,6 +61,7 @@ from ehtool.speedups import (
     STR_UTF,
 )
 from ehtool.values import text as v
+from ehtool.values.strings import UTF8_AS_SHOWN
 
 __all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind", "integer_kind",
            "string_kind", "FIXED_SIZES", "UNIT_SIZES", "ZSTRINGS"]
@@ -283,13 +284,23 @@ def _chars(size: int, big: bool) -> tuple[Callable, Callable]:
 _BY_SIZE: dict[str, Callable[[int, bool], tuple[Callable, Callable]]] = {
     "float": lambda n, big: (v.float32_json if n == 4 else v.float64_json, float),
     "ip": lambda n, big: ((v.ipv4_json, partial(_ip, ipaddress.IPv4Address)) if n == 4
-                          else (v.ipv6_json, partial(_ip, ipaddress.IPv6Address))),
+                          else (v.ipv6_json, partial(_ip, IPv6Address))),
     "char8": _chars, "char16": _chars, "char32": _chars,
 }
 
 
 def _ip(cls: type, data: bytes) -> object:
     return cls(bytes(data))
+
+
+class IPv6Address(ipaddress.IPv6Address):
+    """An IPv6 address whose text is decode's, glibc's ``inet_ntop`` (``::ffff:1.2.3.4``,
+    where Python 3.11 writes ``::ffff:102:304``): every output and filter shows it so."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return v.ipv6_json(self.packed)[1:-1].decode()
 
 
 def integer_kind(size: int, signed: bool, hex_: bool, little: bool) -> Kind:
@@ -317,7 +328,8 @@ class StringKind:
 @cache
 def _decoder(codec: str) -> Callable[[bytes], str]:
     """bytes -> str as the JSON shows them: lone UTF-16 surrogates kept (a trailing odd
-    byte ignored), invalid UTF-8 and UTF-32 code points above U+10FFFF as U+FFFD."""
+    byte ignored), invalid UTF-8 bytes as their Latin-1 characters (``ED A0..BF xx`` as
+    its lone surrogate), UTF-32 code points above U+10FFFF as U+FFFD."""
     if codec.startswith("utf-32"):
         order = ">" if codec.endswith("be") else "<"
 
@@ -327,7 +339,7 @@ def _decoder(codec: str) -> Callable[[bytes], str]:
         return utf32
     if codec.startswith("utf-16"):
         return lambda b: bytes(b)[:len(b) & ~1].decode(codec, "surrogatepass")
-    return lambda b: bytes(b).decode(codec, "replace")
+    return lambda b: bytes(b).decode(codec, UTF8_AS_SHOWN)
 
 
 def _bom_text(data: bytes, unit: int, big: bool) -> str:

@@ -37,6 +37,7 @@ from ehtool.render.plan import PLAN_CACHE_MAX, Plan, compile_plan
 from ehtool.render.style import JsonStyle
 from ehtool.speedups import load
 from ehtool.values import text as v
+from ehtool.values.strings import UTF8_AS_SHOWN
 
 __all__ = ["DecodedEvent", "EventHeaderDecoder", "EventHeaderError", "EventInfo"]
 
@@ -56,9 +57,9 @@ class EventInfo:
                  header: tuple[int, ...], plan: Plan, name_json: bytes, meta: bytes) -> None:
         self.tracepoint = tracepoint
         self.provider = provider
-        self.event_name = plan.event_name.decode("utf-8", "replace")
+        self.event_name = plan.event_name.decode("utf-8", UTF8_AS_SHOWN)
         #: the metadata event name's ``;key=value`` attributes (``""`` when none)
-        self.attributes = plan.attributes.decode("utf-8", "replace")
+        self.attributes = plan.attributes.decode("utf-8", UTF8_AS_SHOWN)
         self.options = options
         self.flags, self.version, self.id, self.tag, self.opcode, self.level = header
         self.keyword = keyword

@@ -6,8 +6,9 @@
 
 comm pid/tid [cpu] time (UTC with clock data, else seconds of the session clock; or as
 ``--time`` says), the
-event's name, then ``field=value`` pairs (strings as they are when they have no space,
-quote or lone surrogate, else JSON-quoted as the JSON output writes them: ``"\\ud800jkl"``;
+event's name, then ``field=value`` pairs (strings, and names, as they are when they have
+no space, line break, quote or lone surrogate, else JSON-quoted as the JSON output writes
+them: ``"\\ud800jkl"``;
 structs ``{a=1 b=2}``; arrays ``[1,2]``); EventHeader events add
 ``level=`` and ``keyword=`` (and ``opcode=``, ``activity=`` when set) after the name.
 """
@@ -31,9 +32,9 @@ def _value(value: Any) -> str:
     if kind is int:  # (the usual values first)
         return str(value)
     if kind is str:
-        return value if value and not _QUOTED.search(value) else str_json(value).decode()
+        return _text(value)
     if isinstance(value, tuple):  # Fields: a struct
-        return "{" + " ".join(f"{n}={_value(v)}" for n, v in value) + "}"
+        return "{" + " ".join(f"{_text(n)}={_value(v)}" for n, v in value) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_value(v) for v in value) + "]"
     if isinstance(value, bool):
@@ -46,6 +47,13 @@ def _value(value: Any) -> str:
     if text == "" or _QUOTED.search(text):
         return str_json(text).decode("utf-8")
     return text
+
+
+def _text(name: str) -> str:
+    """A name (of an event, of a field) as :func:`_value` shows a string: JSON-quoted
+    when it holds a space, a line break, a quote, '=' or a lone surrogate (one event,
+    one line, valid UTF-8)."""
+    return name if name and not _QUOTED.search(name) else str_json(name).decode()
 
 
 def _times() -> Callable[[Any], str]:
@@ -86,14 +94,14 @@ def event_line(ev: Any, when: Callable[[Any], str] = _time) -> str:
     cpu = meta.get("cpu")
     head = (f"{meta.get('comm') or '-'} {meta.get('pid')}/{meta.get('tid')} "
             f"[{cpu:03d}] " if cpu is not None else f"{meta.get('comm') or '-'} ")
-    parts = [f"{head}{when(ev)} {ev.name}:"]
+    parts = [f"{head}{when(ev)} {_text(ev.name)}:"]
     if ev.eventheader:
         parts.append(f"level={meta['level']} keyword={meta['keyword']:#x}")
         if meta.get("opcode"):
             parts.append(f"opcode={meta['opcode']}")
         if meta.get("activity"):
             parts.append(f"activity={meta['activity']}")
-    parts.extend(f"{name}={_value(value)}" for name, value in ev.fields)
+    parts.extend(f"{_text(name)}={_value(value)}" for name, value in ev.fields)
     if ev.error:
         parts.append(f"(not decoded as EventHeader: {ev.error})")
     return " ".join(parts)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import codecs
 
 __all__ = [
+    "UTF8_AS_SHOWN",
     "bom_string_json",
     "escape_surrogates",
     "latin1_json",
@@ -111,6 +112,10 @@ def _ucs4_error(exc: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("ehtool-utf8", _utf8_error)
 codecs.register_error("ehtool-ucs4", _ucs4_error)
+
+#: the error handler that decodes UTF-8 as decode's JSON shows it, for every text made
+#: of UTF-8 bytes (names, string values): ``data.decode("utf-8", UTF8_AS_SHOWN)``
+UTF8_AS_SHOWN = "ehtool-utf8"
 
 # -- encoders -------------------------------------------------------------------
 

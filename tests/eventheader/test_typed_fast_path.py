@@ -28,6 +28,7 @@ from ehtool.eventheader.decoder import (
     read_event,
 )
 from ehtool.eventheader.grammar import parse_metadata
+from ehtool.values.strings import UTF8_AS_SHOWN
 
 from .helpers import reference_events
 
@@ -50,8 +51,8 @@ def _reference(name: str, data: bytes, offset: int) -> tuple | None:
     act = raw.activity
     event, _, attributes = event_name.partition(b";")
     flags, version, ident, tag, opcode, level = raw.header
-    return (info.provider, event.decode("utf-8", "replace"),
-            attributes.decode("utf-8", "replace"), info.options, level, info.keyword, opcode,
+    return (info.provider, event.decode("utf-8", UTF8_AS_SHOWN),
+            attributes.decode("utf-8", UTF8_AS_SHOWN), info.options, level, info.keyword, opcode,
             ident, version, tag, flags, uuid.UUID(bytes=act[:16]) if act else None,
             uuid.UUID(bytes=act[16:32]) if act and len(act) == 32 else None, repr(fields))
 

@@ -1,0 +1,84 @@
+"""The typed outputs (text, query, ``ehtool.open``, filters, info) show names and values as
+decode's JSON shows them: invalid UTF-8 bytes as their Latin-1 characters (they showed
+U+FFFD, and ``--filter 's == "café"'`` missed an event decode shows with "café"), IPv6
+addresses as glibc's ``inet_ntop`` (``::ffff:1.2.3.4``, not Python 3.11's
+``::ffff:102:304``), and a name with a line break on one line of text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ehtool.eventheader.enums import FieldEncoding as E
+from ehtool.eventheader.enums import FieldFormat as F
+from tests.eventheader.helpers import event, fd, recording
+
+REPO = Path(__file__).resolve().parents[2]
+MAPPED = bytes(10) + b"\xff\xff\x01\x02\x03\x04"
+
+
+@pytest.fixture(scope="module")
+def shown(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("shown") / "shown.data"
+    recording(path, [
+        event([fd(b"caf\xe9", E.VALUE8), fd(b"s", E.ZSTRING_CHAR8)], b"\7caf\xe9\0",
+              name=b"\xff\xfeev"),
+        event([fd(b"ip", E.VALUE128, F.IP_ADDRESS)], MAPPED, name=b"Ip"),
+        event([fd(b"a\nb", E.ZSTRING_CHAR8)], b"x\xed\xa0\x80\0", name=b"Two\nLines"),
+    ])
+    return path
+
+
+def ehtool(path: Path, *args: str, pure: str = "") -> str:
+    done = subprocess.run([sys.executable, "-m", "ehtool", *args, str(path)],
+                          capture_output=True, text=True, check=True, cwd=REPO,
+                          env={**os.environ, "EHTOOL_PURE": pure})
+    return done.stdout
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_text_query_open_and_filters_show_what_decode_shows(shown, pure):
+    decoded = [json.loads(line) for line in ehtool(shown, "decode", "--format", "jsonl",
+                                                   pure=pure).splitlines()]
+    assert [e["n"] for e in decoded] == ["MyProvider:ÿþev", "MyProvider:Ip",
+                                         "MyProvider:Two\nLines"]
+    assert (decoded[0]["café"], decoded[0]["s"], decoded[1]["ip"]) == (7, "café",
+                                                                        "::ffff:1.2.3.4")
+    assert decoded[2]["a\nb"] == "x\ud800"
+
+    import ehtool as lib
+    with lib.open(shown) as events:
+        typed = [(e.name, e.fields.to_dict()) for e in events]
+    assert typed[0] == ("MyProvider:ÿþev", {"café": 7, "s": "café"})
+    assert (typed[1][0], str(typed[1][1]["ip"])) == ("MyProvider:Ip", "::ffff:1.2.3.4")
+    assert typed[2] == ("MyProvider:Two\nLines", {"a\nb": "x\ud800"})
+
+    text = ehtool(shown, "decode", "--format", "text", pure=pure).splitlines()
+    assert len(text) == 3
+    assert text[0].endswith("MyProvider:ÿþev: level=5 keyword=0x1 café=7 s=café")
+    assert text[1].endswith("ip=::ffff:1.2.3.4")
+    assert text[2].endswith('"MyProvider:Two\\nLines": level=5 keyword=0x1 "a\\nb"="x\\ud800"')
+
+    for args, kept in ((("--event", "ÿþev"), 1), (("--filter", 's == "x"'), 0),
+                       (("--filter", 's == "café"'), 1),
+                       (("--filter", 'ip == "::ffff:1.2.3.4"'), 1),
+                       (("--event", "Two\nLines"), 1)):
+        assert len(ehtool(shown, "decode", "--format", "jsonl", *args,
+                          pure=pure).splitlines()) == kept, args
+
+
+def test_info_and_query_show_it_too(shown):
+    info = json.loads(ehtool(shown, "info", "--json"))
+    assert info["eventheader_events"] == {"MyProvider:ÿþev": 1, "MyProvider:Ip": 1,
+                                          "MyProvider:Two\nLines": 1}
+    pytest.importorskip("duckdb")
+    rows = [json.loads(line) for line in ehtool(
+        shown, "query", "--format", "jsonl", "select event, fields from events").splitlines()]
+    assert rows == [{"event": "ÿþev", "fields": {"café": 7, "s": "café"}},
+                    {"event": "Ip", "fields": {"ip": "::ffff:1.2.3.4"}},
+                    {"event": "Two\nLines", "fields": {"a\nb": "x\\ud800"}}]
