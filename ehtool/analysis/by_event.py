@@ -233,6 +233,8 @@ class ByEventWriter:
     def _array(self, values: list[Any]) -> Any:
         pa = self.pa
         try:
+            if not _uniform(values):
+                raise pa.ArrowTypeError("mixed types")  # (text, below)
             try:
                 return pa.array(values)
             except UnicodeEncodeError:  # a lone surrogate in a string
@@ -243,6 +245,28 @@ class ByEventWriter:
                 return pa.array(values, type=pa.uint64())  # u64 values above int64's range
             return pa.array([None if v is None else json_value(v) for v in values],
                             type=pa.string())
+
+
+def _uniform(values: list[Any]) -> bool:
+    """Whether a column's nested values have one Python type at each place (the
+    elements of its lists, each member of its structs), nulls aside. Where they mix,
+    pyarrow's inference would take some for the others' type (an integer time past
+    9999 as microseconds of a timestamp, text as binary): the column is text then."""
+    types: dict[tuple, type] = {}
+
+    def one(value: Any, where: tuple) -> bool:
+        if value is None:
+            return True
+        kind = type(value)
+        if types.setdefault(where, kind) is not kind:
+            return False
+        if kind is list:
+            return all(one(item, (*where, None)) for item in value)
+        if kind is dict:
+            return all(one(item, (*where, key)) for key, item in value.items())
+        return True
+    first = next((v for v in values if v is not None), None)
+    return type(first) not in (list, dict) or all(one(v, ()) for v in values)
 
 
 def _fills(have: Any, part: Any) -> bool:

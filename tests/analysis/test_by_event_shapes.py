@@ -61,3 +61,41 @@ def test_each_shape_in_parts_of_its_own(tmp_path, rounds):
                 v, "tzinfo") else v for v in values})
             assert len(values) == rounds
         assert seen == expected
+
+
+def test_arrays_mixing_value_types_are_text(tmp_path):
+    """An array of times with one past year 9999 (an integer there), an IP-format binary
+    array of an address and other bytes: pyarrow's inference stored the integer as
+    microseconds of a timestamp and one kind as the other's type (text as binary, bytes
+    as invalid UTF-8 strings); such a column is JSON text, a uniform one stays typed."""
+    import struct
+
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from ehtool.eventheader.enums import FieldFormat as F
+    from tests.eventheader.helpers import event, fd, recording
+
+    ip, raw = b"\x04\x00\x0a\x00\x00\x01", b"\x02\x00\xab\xcd"
+    times = fd(b"t", E.VALUE64, F.TIME, varray=True)
+    addresses = fd(b"x", E.BINARY_LENGTH16_CHAR8, F.IP_ADDRESS, varray=True)
+    data = tmp_path / "mixed.data"
+    recording(data, [event([times], struct.pack("<Hqq", 2, 1, 253402300800), name=b"T"),
+                     event([addresses], b"\2\0" + ip + raw, name=b"IpFirst"),
+                     event([addresses], b"\2\0" + raw + ip, name=b"BytesFirst"),
+                     event([times], struct.pack("<Hqq", 2, 1, 2), name=b"Uniform")])
+    out = tmp_path / "by"
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                           "--split-by-event", str(out), str(data)],
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+
+    def column(name: str, field: str) -> tuple[str, list]:
+        table = pq.read_table(out / f"MyProvider:{name}")
+        return str(table.schema.field(field).type), table.column(field).to_pylist()
+
+    assert column("T", "t") == ("string", ['["1970-01-01T00:00:01+00:00",253402300800]'])
+    assert column("IpFirst", "x") == ("string", ['["10.0.0.1","ab cd"]'])
+    assert column("BytesFirst", "x") == ("string", ['["ab cd","10.0.0.1"]'])
+    kind, values = column("Uniform", "t")
+    assert kind == "list<element: timestamp[us, tz=UTC]>"
+    assert [t.isoformat() for t in values[0]] == ["1970-01-01T00:00:01+00:00",
+                                                  "1970-01-01T00:00:02+00:00"]
