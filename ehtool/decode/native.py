@@ -205,7 +205,10 @@ def _field_read(d: FieldDef, little: bool) -> int | None:
         return None
     size = FIXED_SIZES.get(d.encoding)
     if size is not None:
-        ok = size <= 8 and fixed_kind(size, d.format, little).c_kind in _C_READS
+        kind = fixed_kind(size, d.format, little)
+        # (a float32's typed value is the double of its shortest text: Python's)
+        ok = size <= 8 and kind.c_kind in _C_READS and not (kind.c_kind == FX_FLOAT
+                                                              and size == 4)
         return None if not ok else RD_FIXED if d.array is None else RD_ARRAY
     if d.array is not None or UNIT_SIZES.get(d.encoding) != 1:
         return None

@@ -12,7 +12,7 @@ hex        hex_int (1/2/4/8)                      ``"0x%X"``  int
 errno      errno (4)                              ``"ENOENT(2)"``  int
 time       time (4/8): seconds since the epoch    ``"...Z"``  datetime (UTC) or int
 bool       boolean (1/2/4)                        ``true``    bool (int when not 0/1)
-float      float (4/8)                            shortest    float
+float      float (4/8)                            shortest    float (float32: of its text)
 port       port (2): network byte order           ``%d``      int
 ipv4/ipv6  ip_address (4/16)                      ``"..."``   ipaddress objects
 uuid       uuid (16)                              ``"..."``   uuid.UUID
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
+import math
 import struct
 import uuid
 from collections.abc import Callable
@@ -282,11 +283,18 @@ def _chars(size: int, big: bool) -> tuple[Callable, Callable]:
 
 #: kinds whose JSON and Python value depend on the size (and byte order)
 _BY_SIZE: dict[str, Callable[[int, bool], tuple[Callable, Callable]]] = {
-    "float": lambda n, big: (v.float32_json if n == 4 else v.float64_json, float),
+    "float": lambda n, big: (v.float32_json, _float32) if n == 4 else (v.float64_json, float),
     "ip": lambda n, big: ((v.ipv4_json, partial(_ip, ipaddress.IPv4Address)) if n == 4
                           else (v.ipv6_json, partial(_ip, IPv6Address))),
     "char8": _chars, "char16": _chars, "char32": _chars,
 }
+
+
+def _float32(value: float) -> float:
+    """A float32 as the number decode shows: the double of its shortest text (3.14, not
+    its exact value 3.140000104904175, which filters, query and Parquet showed and
+    ``f == 3.14`` did not match); NaN and infinities as they are."""
+    return float(v.float32_json(value)) if math.isfinite(value) else value
 
 
 def _ip(cls: type, data: bytes) -> object:

@@ -2,12 +2,14 @@
 decode's JSON shows them: invalid UTF-8 bytes as their Latin-1 characters (they showed
 U+FFFD, and ``--filter 's == "café"'`` missed an event decode shows with "café"), IPv6
 addresses as glibc's ``inet_ntop`` (``::ffff:1.2.3.4``, not Python 3.11's
-``::ffff:102:304``), and a name with a line break on one line of text."""
+``::ffff:102:304``), a float32 as the number shown (``3.14``, not its exact double), and
+a name with a line break on one line of text."""
 
 from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +32,7 @@ def shown(tmp_path_factory) -> Path:
               name=b"\xff\xfeev"),
         event([fd(b"ip", E.VALUE128, F.IP_ADDRESS)], MAPPED, name=b"Ip"),
         event([fd(b"a\nb", E.ZSTRING_CHAR8)], b"x\xed\xa0\x80\0", name=b"Two\nLines"),
+        event([fd(b"f", E.VALUE32, F.FLOAT)], struct.pack("<f", 3.14), name=b"F"),
     ])
     return path
 
@@ -46,7 +49,7 @@ def test_text_query_open_and_filters_show_what_decode_shows(shown, pure):
     decoded = [json.loads(line) for line in ehtool(shown, "decode", "--format", "jsonl",
                                                    pure=pure).splitlines()]
     assert [e["n"] for e in decoded] == ["MyProvider:ÿþev", "MyProvider:Ip",
-                                         "MyProvider:Two\nLines"]
+                                         "MyProvider:Two\nLines", "MyProvider:F"]
     assert (decoded[0]["café"], decoded[0]["s"], decoded[1]["ip"]) == (7, "café",
                                                                         "::ffff:1.2.3.4")
     assert decoded[2]["a\nb"] == "x\ud800"
@@ -57,9 +60,10 @@ def test_text_query_open_and_filters_show_what_decode_shows(shown, pure):
     assert typed[0] == ("MyProvider:ÿþev", {"café": 7, "s": "café"})
     assert (typed[1][0], str(typed[1][1]["ip"])) == ("MyProvider:Ip", "::ffff:1.2.3.4")
     assert typed[2] == ("MyProvider:Two\nLines", {"a\nb": "x\ud800"})
+    assert typed[3] == ("MyProvider:F", {"f": 3.14}) and decoded[3]["f"] == 3.14
 
     text = ehtool(shown, "decode", "--format", "text", pure=pure).splitlines()
-    assert len(text) == 3
+    assert len(text) == 4
     assert text[0].endswith("MyProvider:ÿþev: level=5 keyword=0x1 café=7 s=café")
     assert text[1].endswith("ip=::ffff:1.2.3.4")
     assert text[2].endswith('"MyProvider:Two\\nLines": level=5 keyword=0x1 "a\\nb"="x\\ud800"')
@@ -67,7 +71,7 @@ def test_text_query_open_and_filters_show_what_decode_shows(shown, pure):
     for args, kept in ((("--event", "ÿþev"), 1), (("--filter", 's == "x"'), 0),
                        (("--filter", 's == "café"'), 1),
                        (("--filter", 'ip == "::ffff:1.2.3.4"'), 1),
-                       (("--event", "Two\nLines"), 1)):
+                       (("--event", "Two\nLines"), 1), (("--filter", "f == 3.14"), 1)):
         assert len(ehtool(shown, "decode", "--format", "jsonl", *args,
                           pure=pure).splitlines()) == kept, args
 
@@ -75,10 +79,11 @@ def test_text_query_open_and_filters_show_what_decode_shows(shown, pure):
 def test_info_and_query_show_it_too(shown):
     info = json.loads(ehtool(shown, "info", "--json"))
     assert info["eventheader_events"] == {"MyProvider:ÿþev": 1, "MyProvider:Ip": 1,
-                                          "MyProvider:Two\nLines": 1}
+                                          "MyProvider:Two\nLines": 1, "MyProvider:F": 1}
     pytest.importorskip("duckdb")
     rows = [json.loads(line) for line in ehtool(
         shown, "query", "--format", "jsonl", "select event, fields from events").splitlines()]
     assert rows == [{"event": "ÿþev", "fields": {"café": 7, "s": "café"}},
                     {"event": "Ip", "fields": {"ip": "::ffff:1.2.3.4"}},
-                    {"event": "Two\nLines", "fields": {"a\nb": "x\\ud800"}}]
+                    {"event": "Two\nLines", "fields": {"a\nb": "x\\ud800"}},
+                    {"event": "F", "fields": {"f": 3.14}}]
