@@ -21,11 +21,10 @@ from typing import Any, Protocol
 from ehtool.eventheader.enums import STRUCT_NESTING_LIMIT
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.grammar import (
-    MOVE_NEXT_LIMIT,
     TOP_LEVEL_FIELD_LIMIT,
     FieldDef,
     element_steps,
-    static_steps,
+    step_budget,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.speedups import (
@@ -95,8 +94,8 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
         _Compiler(style, little).members(defs, ops, 1, top=True, starts=starts)
     except _Unsupported:
         return None, ()
-    budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)  # the generated code's limit check
-    if budget < 0:
+    budget = step_budget(defs)  # (the generated code's limit check)
+    if budget is None or budget < 0:
         return None, ()
     moved: dict[int, int] = {}
     flat = _flatten(ops, moved)

@@ -16,7 +16,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from ehtool.eventheader.cplan import native_check
 from ehtool.eventheader.enums import (
@@ -39,7 +39,7 @@ from ehtool.eventheader.grammar import (
     header_struct,
     parse_extensions,
     parse_metadata,
-    static_steps,
+    step_budget,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.values.strings import UTF8_AS_SHOWN
@@ -373,7 +373,7 @@ class TypedDecoder:
             name, defs = parse_metadata(metadata, little)
             event_name, _, attributes = name.partition(b";")
             fits = len(defs) <= TOP_LEVEL_FIELD_LIMIT
-            budget = _budget(defs)
+            budget = step_budget(defs)
             hit = ParsedMetadata(event_name.decode("utf-8", UTF8_AS_SHOWN),
                                  attributes.decode("utf-8", UTF8_AS_SHOWN), defs,
                                  fields_reader(defs, little, budget) if fits else None,
@@ -408,7 +408,7 @@ class ParsedMetadata(NamedTuple):
     #: ``decode(only=())`` raises why); None without the C module
     check: Callable[[bytes, int, int], object] | None
     #: the MoveNext steps the field data may add to the metadata's (static_steps) before
-    #: the event fails (:func:`_budget`; None: it fails before its first field)
+    #: the event fails (:func:`step_budget`; None: it fails before its first field)
     budget: int | None
 
 
@@ -452,17 +452,6 @@ def _step_counter(d: FieldDef, depth: int = 1) -> Callable[[Any], int] | None:
     if not members:
         return lambda items: per * len(items)
     return lambda items: per * len(items) + sum(map(inside, items))
-
-
-def _budget(defs: list[FieldDef]) -> int | None:
-    """The MoveNext steps the data may add to ``defs``' :func:`static_steps` before the
-    event fails; None when every event fails before its first field (the static steps
-    alone are too many, and nothing is counted from the data: the JSON renderer checks
-    that first; else after the walk, once bounds are checked)."""
-    budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)
-    if budget < 0 and not any(has_data_steps(d) for d in defs):
-        return None
-    return budget
 
 
 def _whole_check(defs: list[FieldDef], little: bool,
@@ -698,15 +687,7 @@ class _Walker:
         """The position after ``d``'s value, checked as :meth:`value` checks it."""
         if d.error is not None:
             raise EventHeaderError(d.error)
-        count = 1
-        if d.array is not None:
-            count = d.array
-            if not count:
-                count, pos = self.u16(pos), pos + 2
-                if d.encoding != FieldEncoding.STRUCT:
-                    self.steps += count
-        if count and d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
-            self.too_deep(d)
+        count, per, pos = self.elements(d, pos, depth)
         size = FIXED_SIZES.get(d.encoding)
         if size is not None:
             end = pos + size * count
@@ -714,7 +695,6 @@ class _Walker:
                 self.past_end(pos + (len(self.data) - pos) // size * size)
             return end
         if d.encoding == FieldEncoding.STRUCT:
-            per = element_steps(d, depth) if d.array is not None else 0
             for _ in range(count):
                 if per:
                     self.step(per)
@@ -728,19 +708,11 @@ class _Walker:
     def value(self, d: FieldDef, pos: int, depth: int) -> tuple[Any, int]:
         if d.error is not None:
             raise EventHeaderError(d.error)
-        deep = d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT
-        if d.array is None:
-            if deep:
-                self.too_deep(d)
+        if d.array is None and d.encoding != FieldEncoding.STRUCT:  # (most values)
             return self.element(d, pos, depth)
-        count = d.array
-        per = element_steps(d, depth) if d.encoding == FieldEncoding.STRUCT else 0
-        if not count:
-            count, pos = self.u16(pos), pos + 2
-            if not per:
-                self.steps += count
-        if deep and count:  # (an array of none is never entered)
-            self.too_deep(d)
+        count, per, pos = self.elements(d, pos, depth)
+        if d.array is None:
+            return self.element(d, pos, depth)
         items = []
         for _ in range(count):
             if per:
@@ -749,9 +721,25 @@ class _Walker:
             items.append(item)
         return items, pos
 
-    @staticmethod
-    def too_deep(d: FieldDef) -> NoReturn:
-        raise EventHeaderError(f"struct {d.name!r} nested deeper than {STRUCT_NESTING_LIMIT}")
+    def elements(self, d: FieldDef, pos: int, depth: int) -> tuple[int, int, int]:
+        """``(count, per, pos)`` of field ``d`` (at struct nesting ``depth``) at ``pos``:
+        its elements (1 for a plain value; a variable count read, its steps counted when
+        the elements are values), the MoveNext steps of each element of an array of
+        structs (else 0), and where the elements start. A struct nested too deep fails
+        here when it has an element (an array of none is never entered)."""
+        count, per = 1, 0
+        if d.array is not None:
+            count = d.array
+            if d.encoding == FieldEncoding.STRUCT:
+                per = element_steps(d, depth)
+            if not count:
+                count, pos = self.u16(pos), pos + 2
+                if not per:
+                    self.steps += count
+        if count and d.encoding == FieldEncoding.STRUCT and depth > STRUCT_NESTING_LIMIT:
+            raise EventHeaderError(f"struct {d.name!r} nested deeper than "
+                                   f"{STRUCT_NESTING_LIMIT}")
+        return count, per, pos
 
     def step(self, steps: int) -> None:
         """Count the MoveNext steps of one element of an array of structs, and fail past

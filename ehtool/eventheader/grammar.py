@@ -146,6 +146,17 @@ def has_data_steps(d: FieldDef, depth: int = 1) -> bool:
     return d.array is not None or any(has_data_steps(m, depth + 1) for m in d.members)
 
 
+def step_budget(defs: list[FieldDef]) -> int | None:
+    """The MoveNext steps the data may add to ``defs``' :func:`static_steps` before an
+    event fails (below 0: every event fails, once its bounds are checked); None when
+    every event fails before its first field: the static steps alone are too many and
+    nothing is counted from the data (the JSON renderer checks that first)."""
+    budget = MOVE_NEXT_LIMIT - 1 - static_steps(defs)  # (the last MoveNext finds the end)
+    if budget < 0 and not any(has_data_steps(d) for d in defs):
+        return None
+    return budget
+
+
 def element_steps(d: FieldDef, depth: int) -> int:
     """The MoveNext steps of one element of ``d``, an array of structs at ``depth``, by
     itself (its begin, end and members' :func:`static_steps`)."""

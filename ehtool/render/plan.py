@@ -41,7 +41,7 @@ from ehtool.eventheader.grammar import (
     element_steps,
     has_data_steps,
     parse_metadata,
-    static_steps,
+    step_budget,
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.render.style import JsonStyle
@@ -259,21 +259,20 @@ class _Generator:
         parts: list[bytes | _Part] = []
         if len(defs) > TOP_LEVEL_FIELD_LIMIT:
             self.fail(2, f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-            static = 0
+            budget: int | None = 0
             counts = False
         else:
             self.members(defs, parts, 2, 1, top=True)
-            static = static_steps(defs)
+            budget = step_budget(defs)
             counts = any(has_data_steps(d) for d in defs)  # the code counts steps in k
         self.flush(2, advance=False)  # the last values: read (bounds checked), no more
         result = self.template(parts)
         body = self.lines[body_start:]
         del self.lines[body_start:]
-        limit = MOVE_NEXT_LIMIT - 1  # the last MoveNext call finds the end
         self.emit(0, "def render(data, p, o):")
         if counts:
             self.emit(1, "k = 0")
-        elif static > limit:
+        elif budget is None:
             self.emit(1, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
         self.emit(1, "try:")
         self.lines.extend(body)
@@ -282,7 +281,7 @@ class _Generator:
         self.emit(2, "raise _E('field data runs past the end of the event (byte %d)'"
                      " % (p - o)) from None")
         if counts:
-            self.emit(1, f"if k > {limit - static}:")
+            self.emit(1, f"if k > {budget}:")
             self.emit(2, f"raise _E('more than {MOVE_NEXT_LIMIT} enumeration steps')")
             self.emit(1, "return r")
         return "\n".join(self.lines) + "\n"

@@ -22,12 +22,11 @@ from ehtool.eventheader.decoder import (
     TOP_LEVEL_FIELD_LIMIT,
     EventHeaderError,
     TypedDecoder,
-    _budget,
     _Walker,
     parse_name,
     read_event,
 )
-from ehtool.eventheader.grammar import parse_metadata
+from ehtool.eventheader.grammar import parse_metadata, step_budget
 from ehtool.values.strings import UTF8_AS_SHOWN
 
 from .helpers import reference_events
@@ -47,7 +46,7 @@ def _reference(name: str, data: bytes, offset: int) -> tuple | None:
     event_name, defs = parse_metadata(raw.metadata, raw.little)
     if len(defs) > TOP_LEVEL_FIELD_LIMIT:
         raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-    fields = _Walker(data, raw.little, offset).whole(defs, raw.payload, _budget(defs))
+    fields = _Walker(data, raw.little, offset).whole(defs, raw.payload, step_budget(defs))
     act = raw.activity
     event, _, attributes = event_name.partition(b";")
     flags, version, ident, tag, opcode, level = raw.header
