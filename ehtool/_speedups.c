@@ -2616,7 +2616,8 @@ eval_node(const ProgramObject *g, PyObject *const *values, Py_ssize_t i)
 }
 
 /* A fixed-size value at q (op: its OP_FIXED) as the typed decoder has it
- * (ehtool.eventheader.kinds) for the kinds the Program reads, else FAIL_DEFER. */
+ * (ehtool.eventheader.kinds) for the kinds the Program reads (Kind.c_reads), else
+ * FAIL_DEFER. */
 static int
 read_fixed(const Op *op, const unsigned char *q, int little, PyObject **out)
 {
@@ -2633,30 +2634,17 @@ read_fixed(const Op *op, const unsigned char *q, int little, PyObject **out)
     case FX_PORT: /* network byte order */
         *out = PyLong_FromUnsignedLongLong(read_uint(q, 2, 0));
         break;
-    case FX_ERRNO: /* a signed 32-bit int */
-        if (size != 4)
-            return FAIL_DEFER;
-        *out = PyLong_FromLong((int32_t)(uint32_t)v);
-        break;
     case FX_BOOL: /* False, True, else the value as a signed 32-bit int */
         *out = v <= 1 ? PyBool_FromLong((long)v) : PyLong_FromLong((int32_t)(uint32_t)v);
         break;
-    case FX_FLOAT:
-        if (size == 8) {
-            double d;
-            memcpy(&d, &v, 8);
-            *out = PyFloat_FromDouble(d);
-        }
-        else if (size == 4) {
-            uint32_t w = (uint32_t)v;
-            float f;
-            memcpy(&f, &w, 4);
-            *out = PyFloat_FromDouble((double)f);
-        }
-        else {
+    case FX_FLOAT: { /* a float64 (a float32's typed value is Python's rule) */
+        if (size != 8)
             return FAIL_DEFER;
-        }
+        double d;
+        memcpy(&d, &v, 8);
+        *out = PyFloat_FromDouble(d);
         break;
+    }
     default:
         return FAIL_DEFER;
     }

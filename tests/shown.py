@@ -10,6 +10,7 @@ import struct
 import uuid
 
 from ehtool.eventheader.decoder import Fields
+from ehtool.eventheader.kinds import Errno
 from ehtool.values.times import format_utc_seconds
 
 
@@ -23,11 +24,13 @@ def same(typed: object, shown: object) -> bool:
             same(a, b) for a, b in zip(typed, shown, strict=True))
     if isinstance(typed, bool):
         return shown is typed
+    if isinstance(typed, Errno):  # "ENOENT(2)", "ERRNO(-5)"
+        return str(typed) == shown
     if isinstance(typed, int):
         if isinstance(shown, str):  # hex ("0x1F"), errno ("ENOENT(2)"), bool beyond 0/1
             if shown.startswith("0x"):
                 return int(shown, 16) == typed
-            # errno "ENOENT(2)"; a time beyond datetime's years stays int seconds
+            # a bool beyond 0/1; a time beyond datetime's years stays int seconds
             return shown.endswith(f"({typed})") or shown == format_utc_seconds(typed)
         return shown == typed
     if isinstance(typed, float):
@@ -38,7 +41,7 @@ def same(typed: object, shown: object) -> bool:
         # float32 values print as the shortest text that reads back to the same float32
         return math.isclose(typed, shown, rel_tol=1e-6) or _f32(typed) == _f32(shown)
     if isinstance(typed, dt.datetime):
-        return shown == typed.strftime("%Y-%m-%dT%H:%M:%S")
+        return shown == typed.replace(tzinfo=None).isoformat(timespec="seconds")
     if isinstance(typed, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
         return str(typed) == shown
     if isinstance(typed, bytes):

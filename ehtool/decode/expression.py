@@ -15,7 +15,9 @@ members as ``outer.inner``), else a meta key (time, cpu, pid, tid, comm, id,
 version, level, keyword, opcode, tag, activity, relatedActivity), or ``n``,
 ``provider``, ``event``; ``meta.cpu`` names the meta key even where a field has
 that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
-Hex strings as perf-decode prints them (``"0x950"``) compare as numbers. A
+Hex strings as perf-decode prints them (``"0x950"``) compare as numbers; an errno
+field compares with a number as its number and with a string as its text
+(``err == 2``, ``err == "ENOENT(2)"``, ``err ~ "ENOENT*"``). A
 comparison with a missing identifier is false; a name that no event of the input
 has is reported at the end (``ehtool.decode.filters.Selection.unknown_names``).
 
@@ -33,6 +35,8 @@ import operator
 import re
 from collections.abc import Callable
 from typing import Any
+
+from ehtool.eventheader.kinds import Errno, time_text
 
 Predicate = Callable[[dict[str, Any]], bool]
 #: the parsed expression: ("or"|"and", a, b), ("not", a), ("cmp", name, op, value) or
@@ -178,7 +182,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return " ".join(f"{b:02x}" for b in value)
     if hasattr(value, "isoformat"):
-        return value.strftime("%Y-%m-%dT%H:%M:%S")
+        return time_text(value)
     return str(value)  # uuid.UUID, ipaddress
 
 
@@ -220,6 +224,7 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
     if op == "&":
         return lambda view: _compare(op, get(view), value)
     test = _ORDER[op]
+    text = type(right) is str  # an errno compares as its text
 
     def compare(view: dict[str, Any]) -> bool:
         left = get(view)
@@ -227,6 +232,8 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
             return False
         if type(left) is str:
             left = _number(left)
+        elif text and type(left) is Errno:
+            left = str(left)
         try:
             return test(left, right)
         except TypeError:
@@ -248,7 +255,9 @@ def glob_matcher(pattern: Any) -> Callable[[str], Any]:
 
 
 def _glob(left: Any, test: Callable[[str], Any]) -> bool:
-    """``left ~ pattern``: only text matches."""
+    """``left ~ pattern``: only text matches (an errno's too)."""
+    if type(left) is Errno:
+        left = str(left)
     return isinstance(left, str) and test(left) is not None
 
 

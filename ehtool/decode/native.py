@@ -28,13 +28,6 @@ from ehtool.perfdata.records import Sample
 from ehtool.speedups import (
     CMP_BITS,
     CMP_GLOB,
-    FX_BOOL,
-    FX_ERRNO,
-    FX_FLOAT,
-    FX_HEX,
-    FX_PORT,
-    FX_SIGNED,
-    FX_UNSIGNED,
     N_AND,
     N_CMP,
     N_NAME,
@@ -56,8 +49,6 @@ from ehtool.speedups import (
 SAMPLE_INDEX = {k: Sample._fields.index(k) for k in ("time", "cpu", "pid", "tid")}
 #: Python's Py_LT..Py_GE, and ``&``, ``~``
 _OPS = {"<": 0, "<=": 1, "==": 2, "!=": 3, ">": 4, ">=": 5, "&": CMP_BITS, "~": CMP_GLOB}
-#: the fixed-size kinds whose typed value the C code reads (ehtool.eventheader.kinds)
-_C_READS = frozenset((FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_BOOL, FX_FLOAT, FX_ERRNO))
 #: the string kinds it reads
 _STRING_READS = {"utf8": RD_UTF8, "latin1": RD_LATIN1}
 _MISSING = (SRC_MISSING, None)
@@ -205,11 +196,9 @@ def _field_read(d: FieldDef, little: bool) -> int | None:
         return None
     size = FIXED_SIZES.get(d.encoding)
     if size is not None:
-        kind = fixed_kind(size, d.format, little)
-        # (a float32's typed value is the double of its shortest text: Python's)
-        ok = size <= 8 and kind.c_kind in _C_READS and not (kind.c_kind == FX_FLOAT
-                                                              and size == 4)
-        return None if not ok else RD_FIXED if d.array is None else RD_ARRAY
+        if size > 8 or not fixed_kind(size, d.format, little).c_reads:
+            return None
+        return RD_FIXED if d.array is None else RD_ARRAY
     if d.array is not None or UNIT_SIZES.get(d.encoding) != 1:
         return None
     return _STRING_READS.get(string_kind(d.encoding, d.format, little).name)

@@ -9,7 +9,7 @@ kind       formats (sizes)                        JSON        Python value
 unsigned   default, unsigned (1/2/4/8), others    ``%d``      int
 signed     signed_int, pid (4)                    ``%d``      int
 hex        hex_int (1/2/4/8)                      ``"0x%X"``  int
-errno      errno (4)                              ``"ENOENT(2)"``  int
+errno      errno (4)                              ``"ENOENT(2)"``  Errno (an int)
 time       time (4/8): seconds since the epoch    ``"...Z"``  datetime (UTC) or int
 bool       boolean (1/2/4)                        ``true``    bool (int when not 0/1)
 float      float (4/8)                            shortest    float (float32: of its text)
@@ -64,8 +64,8 @@ from ehtool.speedups import (
 from ehtool.values import text as v
 from ehtool.values.strings import UTF8_AS_SHOWN
 
-__all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind", "integer_kind",
-           "string_kind", "FIXED_SIZES", "UNIT_SIZES", "ZSTRINGS"]
+__all__ = ["FORMAT_KINDS", "KIND_SPECS", "Errno", "Kind", "StringKind", "fixed_kind",
+           "integer_kind", "string_kind", "time_text", "FIXED_SIZES", "UNIT_SIZES", "ZSTRINGS"]
 
 #: sizes of the fixed-size encodings
 FIXED_SIZES = {E.VALUE8: 1, E.VALUE16: 2, E.VALUE32: 4, E.VALUE64: 8, E.VALUE128: 16}
@@ -102,9 +102,32 @@ def _time(seconds: int) -> _dt.datetime | int:
         return seconds
 
 
+def time_text(moment: _dt.datetime) -> str:
+    """A typed time as decode shows it, without quotes (``0005-04-19T09:46:40``: Python's
+    ``strftime`` writes the year 5 as ``5``)."""
+    return v.time_json(int(moment.timestamp()))[1:-1].decode()
+
+
 def _int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - 0x100000000 if value & 0x80000000 else value
+
+
+class Errno(int):
+    """An errno value, a signed 32-bit int whose text is decode's: ``ENOENT(2)``,
+    ``ERRNO(-5)``. Compared with a number it is the number; a filter compares a string
+    with its text (``errno == "ENOENT(2)"``), and text output shows it."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: int) -> Errno:
+        return super().__new__(cls, _int32(value))
+
+    def __str__(self) -> str:
+        return v.errno_json(self)[1:-1].decode()
+
+    def __repr__(self) -> str:
+        return f"Errno({int(self)})"
 
 
 def _bool(value: int) -> bool | int:
@@ -132,6 +155,7 @@ class _Spec:
     c_kind: int
     sized_json: bool = False  # ``json(value, size)``
     c_table: tuple[bytes, ...] | None = None  # the C renderer's table of texts (errno)
+    c_reads: bool = False  # the C filter programs read its typed value (a plain number)
 
 
 def _bytes_code(n: int) -> str:
@@ -140,16 +164,17 @@ def _bytes_code(n: int) -> str:
 
 #: kind -> how it is read, shown and typed
 KIND_SPECS: dict[str, _Spec] = {
-    "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED),
-    "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED),
-    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX),
-    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, _int32, FX_ERRNO,
+    "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED,
+                      c_reads=True),
+    "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED, c_reads=True),
+    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX, c_reads=True),
+    "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, Errno, FX_ERRNO,
                    c_table=v.ERRNO_JSON),
     "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
-                  sized_json=True),
-    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT),
-    "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT),
+                  sized_json=True, c_reads=True),
+    "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT, c_reads=True),
+    "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT, c_reads=True),
     "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP),
     "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID),
     "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES),
@@ -180,6 +205,10 @@ class Kind:
     c_kind: int
     #: texts the C renderer looks values up in (errno names, float32 powers of two), or None
     c_table: tuple[bytes, ...] | None = None
+    #: the C filter programs read its typed value: a plain number (not an errno, whose
+    #: text a filter compares strings with, nor a float32, whose value is
+    #: :func:`_float32`'s)
+    c_reads: bool = False
 
     def text(self, value: Any) -> bytes:
         """JSON of a value the rules apply to (see :meth:`value`)."""
@@ -268,9 +297,10 @@ def fixed_kind(size: int, fmt: int, little: bool) -> Kind:
         json = partial(json, size=size)
     if name in _BY_SIZE:
         json, typed = _BY_SIZE[name](size, not little)
-    table = v.float32_powers_json() if name == "float" and size == 4 else spec.c_table
+    float32 = name == "float" and size == 4
+    table = v.float32_powers_json() if float32 else spec.c_table
     return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind,
-                table)
+                table, spec.c_reads and not float32)
 
 
 def _chars(size: int, big: bool) -> tuple[Callable, Callable]:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ehtool.eventheader.kinds import time_text
 from ehtool.render.times import TimeFormat
 from ehtool.values.strings import str_json
 from ehtool.values.times import format_utc_seconds
@@ -42,7 +43,7 @@ def _value(value: Any) -> str:
     if isinstance(value, bytes):
         return value.hex()
     if hasattr(value, "isoformat"):
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return time_text(value) + "Z"
     text = str(value)
     if text == "" or _QUOTED.search(text):
         return str_json(text).decode("utf-8")

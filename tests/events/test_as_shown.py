@@ -3,7 +3,8 @@ decode's JSON shows them: invalid UTF-8 bytes as their Latin-1 characters (they 
 U+FFFD, and ``--filter 's == "café"'`` missed an event decode shows with "café"), IPv6
 addresses as glibc's ``inet_ntop`` (``::ffff:1.2.3.4``, not Python 3.11's
 ``::ffff:102:304``), a float32 as the number shown (``3.14``, not its exact double), and
-a name with a line break on one line of text."""
+a name with a line break on one line of text; an errno field compares with a string as
+its text (``ENOENT(2)``) and a time before the year 1000 shows four digits of year."""
 
 from __future__ import annotations
 
@@ -87,3 +88,43 @@ def test_info_and_query_show_it_too(shown):
                     {"event": "Ip", "fields": {"ip": "::ffff:1.2.3.4"}},
                     {"event": "Two\nLines", "fields": {"a\nb": "x\\ud800"}},
                     {"event": "F", "fields": {"f": 3.14}}]
+
+
+@pytest.fixture(scope="module")
+def errnos(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("errnos") / "errnos.data"
+    fields = [fd(b"err", E.VALUE32, F.ERRNO), fd(b"t", E.VALUE64, F.TIME)]
+    recording(path, [event(fields, struct.pack("<iq", e, t), name=b"E")
+                     for e, t in ((2, 0), (-5, -62000000000), (200, 1))])
+    return path
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_an_errno_is_its_number_and_its_text(errnos, pure):
+    """``err == "ENOENT(2)"`` matched nothing (the filter compared the number), while
+    decode shows the text; a time of the year 5 showed as ``5-04-19...``."""
+    decoded = [json.loads(line) for line in ehtool(errnos, "decode", "--format", "jsonl",
+                                                   pure=pure).splitlines()]
+    assert [(e["err"], e["t"]) for e in decoded] == [
+        ("ENOENT(2)", "1970-01-01T00:00:00"), ("ERRNO(-5)", "0005-04-19T09:46:40"),
+        ("ERRNO(200)", "1970-01-01T00:00:01")]
+    for expr, kept in (('err == "ENOENT(2)"', ["ENOENT(2)"]), ("err == 2", ["ENOENT(2)"]),
+                       ('err != "ENOENT(2)"', ["ERRNO(-5)", "ERRNO(200)"]),
+                       ("err < 0", ["ERRNO(-5)"]), ('err ~ "ERRNO(*"', ["ERRNO(-5)",
+                                                                        "ERRNO(200)"]),
+                       ('err == "ENOENT"', []), ('err < "ERRNO"', ["ENOENT(2)"]),
+                       ('t == "0005-04-19T09:46:40"', ["ERRNO(-5)"])):
+        out = ehtool(errnos, "decode", "--format", "jsonl", "--filter", expr, pure=pure)
+        assert [json.loads(line)["err"] for line in out.splitlines()] == kept, expr
+    text = ehtool(errnos, "decode", "--format", "text", pure=pure).splitlines()
+    assert [line.split(": ", 1)[1] for line in text] == [
+        "level=5 keyword=0x1 err=ENOENT(2) t=1970-01-01T00:00:00Z",
+        "level=5 keyword=0x1 err=ERRNO(-5) t=0005-04-19T09:46:40Z",
+        "level=5 keyword=0x1 err=ERRNO(200) t=1970-01-01T00:00:01Z"]
+
+    import ehtool as lib
+    from ehtool.eventheader.kinds import Errno
+    with lib.open(errnos) as events:
+        errs = [e.fields["err"] for e in events]
+    assert errs == [2, -5, 200] and all(type(e) is Errno for e in errs)
+    assert [str(e) for e in errs] == ["ENOENT(2)", "ERRNO(-5)", "ERRNO(200)"]
