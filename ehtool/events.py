@@ -77,12 +77,16 @@ class SampleConverter:
 
     def describe(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
         """(name, provider, event, tracefs format, EventHeader offset or None) of the
-        samples of ``desc`` as plain tracepoints."""
+        samples of ``desc`` as plain tracepoints, as decode shows them."""
         hit = self._descs.get(desc)
         if hit is None:
             fmt = desc.format
             name = desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None else "")
-            provider, _, event = name.partition(":")
+            if fmt is not None and not fmt.system:  # a .dat capture's: no system
+                provider, event = "", name
+            else:  # perf-decode's split: "cpu-clock" is "cpu-clock:", with no event
+                provider, _, event = name.partition(":")
+                name = f"{provider}:{event}"
             offset = getattr(fmt, "eventheader_offset", None) if fmt is not None else None
             hit = (name, provider, event, fmt, offset)
             self._descs[desc] = hit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -486,3 +487,64 @@ def test_malformed_eventheader_events_are_selected_as_the_plain_tracepoints_show
     assert names("--filter", 'provider == "user_events"') == plain
     assert names("--event", "Steps") == names("--event", "Cut") == []
     assert summarize(str(path))["eventheader_events"] == {"MyProvider:Ok": 1}
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_a_malformed_event_of_a_capture_is_its_tracepoint_name(pure, tmp_path):
+    """In a .dat capture a malformed EventHeader event is shown as ``MyProvider_L5K1``
+    (no system): ``--event MyProvider_L5K1`` missed it, as the name was taken for a
+    provider; the name is the event's, and its provider is empty."""
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from tests.eventheader.helpers import event, fd
+
+    def record(data: bytes) -> bytes:
+        body = b"MyProvider_L5K1\0" + data
+        return struct.pack("<I", 4 + len(body)) + body
+
+    path = tmp_path / "malformed.dat"
+    path.write_bytes(record(event([fd(b"a", E.VALUE8)], b"\1", name=b"Ok"))
+                     + record(event([fd(b"s", E.STRING_LENGTH16_CHAR8)], b"\xe8\x03cut",
+                                    name=b"Cut")))
+
+    def names(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--input-format",
+                               "dat", "--format", "jsonl", *args, str(path)],
+                              capture_output=True, text=True, check=True,
+                              env={**os.environ, "EHTOOL_PURE": pure})
+        return [json.loads(line)["n"] for line in done.stdout.splitlines()]
+
+    assert names() == ["MyProvider:Ok", "MyProvider_L5K1"]
+    assert names("--event", "MyProvider_L5K1") == ["MyProvider_L5K1"]
+    assert names("--filter", 'event == "MyProvider_L5K1"') == ["MyProvider_L5K1"]
+    assert names("--filter", 'n == "MyProvider_L5K1" && provider == ""') == ["MyProvider_L5K1"]
+    assert names("--provider", "MyProvider") == ["MyProvider:Ok"]
+    assert names("--provider", "MyProvider_L5K1") == []
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_another_perf_event_is_named_as_decode_shows_it(pure, tmp_path):
+    """A perf event that is not a tracepoint (``cpu-clock``) is shown as ``cpu-clock:``, as
+    perf-decode splits its name (a provider, no event): ``n == "cpu-clock:"`` matched
+    nothing, the typed name being ``cpu-clock``; text output showed that too."""
+    from ehtool.perfdata.writer import PerfDataWriter, make_attr
+
+    path = tmp_path / "clock.data"
+    with PerfDataWriter(path) as w:
+        ev = w.add_event(make_attr(w.g, type=1, config=0, sample_type=0x2 | 0x4 | 0x10000),
+                         [7], "cpu-clock")
+        w.event_desc_feature()
+        for t in (1, 2):
+            w.add_sample(ev, id=7, time=t, pid=5, tid=5)
+
+    def names(*args: str, fmt: str = "jsonl") -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", fmt,
+                               *args, str(path)], capture_output=True, text=True, check=True,
+                              env={**os.environ, "EHTOOL_PURE": pure})
+        lines = done.stdout.splitlines()
+        return [json.loads(line)["n"] for line in lines] if fmt == "jsonl" else lines
+
+    assert names() == ["cpu-clock:"] * 2
+    assert names("--filter", 'n == "cpu-clock:"') == names("--provider", "cpu-clock") \
+        == names("--event", "cpu-clock:") == ["cpu-clock:"] * 2
+    assert names("--filter", 'event == ""') == ["cpu-clock:"] * 2
+    assert all(" cpu-clock:: " in line for line in names(fmt="text"))
