@@ -82,7 +82,7 @@ class SampleConverter:
         if hit is None:
             fmt = desc.format
             name = desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None else "")
-            if fmt is not None and not fmt.system:  # a .dat capture's: no system
+            if getattr(fmt, "bare", False):  # a .dat capture's: no system
                 provider, event = "", name
             else:  # perf-decode's split: "cpu-clock" is "cpu-clock:", with no event
                 provider, _, event = name.partition(":")
@@ -156,8 +156,10 @@ class SampleConverter:
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
                              for f in fmt.fields if f.name in only])
-        return Event(name, provider, event, sample.time, meta, fields, name, False, utc,
-                     error, sample.offset)
+        tracepoint = sample.desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None
+                                          else "")
+        return Event(name, provider, event, sample.time, meta, fields, tracepoint, False,
+                     utc, error, sample.offset)
 
 
 class EventFile:

@@ -26,6 +26,8 @@ class DatFormat:
     system: str = ""
     fields: list[FieldFormat] = field(default_factory=lambda: [_RAW])
     eventheader_offset: int = 0
+    #: shown by its name alone (``MyProvider_L5K1``): a capture has no system
+    bare: bool = True
 
 
 @dataclass(eq=False)

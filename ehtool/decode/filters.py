@@ -477,8 +477,10 @@ class Selection:
         if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
             return False
+        # (the name shown: a .dat capture's bare tracepoint name has no provider)
         if self.events and not any(fnmatch.fnmatchcase(event, g)
-                                   or fnmatch.fnmatchcase(f"{provider}:{event}", g)
+                                   or (provider and fnmatch.fnmatchcase(f"{provider}:{event}",
+                                                                        g))
                                    for g in self.events):
             return False
         if self.level is not None and (level is None or level > self.level):

@@ -31,6 +31,7 @@ the tracefs field renderer (:func:`integer_kind`), the typed decoder
 
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import ipaddress
 import math
@@ -103,9 +104,9 @@ def _time(seconds: int) -> _dt.datetime | int:
 
 
 def time_text(moment: _dt.datetime) -> str:
-    """A typed time as decode shows it, without quotes (``0005-04-19T09:46:40``: Python's
-    ``strftime`` writes the year 5 as ``5``)."""
-    return v.time_json(int(moment.timestamp()))[1:-1].decode()
+    """A typed time (UTC; a naive one is taken as UTC) as decode shows it, without
+    quotes (``0005-04-19T09:46:40``: Python's ``strftime`` writes the year 5 as ``5``)."""
+    return v.time_json(calendar.timegm(moment.utctimetuple()))[1:-1].decode()
 
 
 def _int32(value: int) -> int:

@@ -519,6 +519,7 @@ def test_a_malformed_event_of_a_capture_is_its_tracepoint_name(pure, tmp_path):
     assert names("--filter", 'n == "MyProvider_L5K1" && provider == ""') == ["MyProvider_L5K1"]
     assert names("--provider", "MyProvider") == ["MyProvider:Ok"]
     assert names("--provider", "MyProvider_L5K1") == []
+    assert names("--event", "*:*") == ["MyProvider:Ok"]  # (no provider: no "provider:")
 
 
 @pytest.mark.parametrize("pure", ["", "1"])

@@ -288,6 +288,8 @@ def _value(rng: random.Random, kind: str) -> object:
     if kind in ("bool", "bool32"):
         return rng.choice([0, 1, 2, 255] if kind == "bool" else [0, 1, -1, 7])
     bits = {"8": 8, "16": 16, "32": 32, "64": 64}.get(kind.lstrip("iuxptr") or "64", 64)
+    if kind == "errno" and rng.random() < 0.5:
+        return rng.choice([2, -5, 200])  # (a named one, a negative one, an unnamed one)
     if kind in ("errno", "pid", "time"):
         bits = 32
     if kind == "port":
@@ -354,6 +356,7 @@ def test_encoded_events_of_every_kind(tmp_path_factory):
                    | {"level", "n", "cpu", "tid", "meta.level", "provider", "event"})
     constants = ["0", "1", "-1", "3", "0x950", "1.5", "-2.25", "2", "255", "65535",
                  "true", "false", "null", '"abc"', '"0x1f"', '"é中文"', '"10"', '"a*"',
+                 '"ENOENT(2)"',
                  "9223372036854775807", "-9223372036854775808", "18446744073709551615"]
     texts = [f"{n} {op} {c}" for n in names for op in ("==", "<", ">=", "&", "!=")
              for c in rng.sample(constants, 4)]
