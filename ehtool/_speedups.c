@@ -2557,6 +2557,8 @@ compare(PyObject *left, int op, PyObject *right)
     if (left == NULL)
         return 0; /* a missing name */
     PyObject *r;
+    if (PyLong_Check(left) && (op == CMP_GLOB || PyUnicode_Check(right)))
+        return DEFER; /* a number shown as text (hex, errno) is text there: Python's */
     if (op == CMP_GLOB) { /* text only, as it is (no hex reading) */
         if (!PyUnicode_Check(left))
             return 0;

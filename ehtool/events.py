@@ -27,6 +27,7 @@ from typing import Any
 
 from ehtool.errors import InputError
 from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder, activity_ids
+from ehtool.formats.tracefs_format import FieldFormat, decimal_pid
 from ehtool.formats.values import field_value, value_reader
 
 __all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
@@ -66,8 +67,10 @@ class SampleConverter:
     """perf.data samples -> :class:`Event` (caches per event description)."""
 
     def __init__(self, *, big_endian: bool = False, comm_of: Callable[[int], str | None]
-                 | None = None, clock: Any = None) -> None:
+                 | None = None, clock: Any = None, decimal_pids: bool = False) -> None:
         self.big_endian = big_endian
+        #: tracefs ``pid_t`` fields as signed ints, not :class:`Hex` (``--decimal-pids``)
+        self.decimal_pids = decimal_pids
         self.comm_of = comm_of
         self.clock = clock
         self.decoder = TypedDecoder()
@@ -92,12 +95,18 @@ class SampleConverter:
             self._descs[desc] = hit
         return hit
 
+    def tracefs_fields(self, fmt: Any, common: bool = False) -> list[FieldFormat]:
+        """The fields of a tracefs format as this reads them (``common``: the common
+        fields after them)."""
+        fields = [*fmt.fields, *getattr(fmt, "common_fields", ())] if common else fmt.fields
+        return [decimal_pid(f) for f in fields] if self.decimal_pids else fields
+
     def _readers(self, desc: Any) -> list[tuple[str, Callable[[Any], object]]]:
         """The value readers of the fields of ``desc``'s tracefs format (``value_reader``)."""
         hit = self._fields.get(desc)
         if hit is None:
             hit = self._fields[desc] = [(f.name, value_reader(f, self.big_endian))
-                                        for f in desc.format.fields]
+                                        for f in self.tracefs_fields(desc.format)]
         return hit
 
     def _encoded(self, names: frozenset[str]) -> frozenset[bytes]:
@@ -155,7 +164,7 @@ class SampleConverter:
             fields = Fields([(name, read(raw)) for name, read in self._readers(sample.desc)])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
-                             for f in fmt.fields if f.name in only])
+                             for f in self.tracefs_fields(fmt) if f.name in only])
         tracepoint = sample.desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None
                                           else "")
         return Event(name, provider, event, sample.time, meta, fields, tracepoint, False,
@@ -172,7 +181,7 @@ class EventFile:
     def __init__(self, path: str | os.PathLike, *, order: str = "time",
                  on_error: Callable[[InputError], None] | None = None,
                  fields: frozenset[str] | None = None,
-                 part: tuple[int, int] | None = None) -> None:
+                 part: tuple[int, int] | None = None, decimal_pids: bool = False) -> None:
         from ehtool.perfdata import PerfDataFile
 
         self.path = os.fspath(path)
@@ -184,7 +193,8 @@ class EventFile:
             self._restrict(*part)
         self.converter = SampleConverter(big_endian=self.perf.big_endian,
                                          comm_of=self.perf.session.comm,
-                                         clock=self.perf.session.clock)
+                                         clock=self.perf.session.clock,
+                                         decimal_pids=decimal_pids)
 
     def _restrict(self, k: int, n: int) -> None:
         """Only part ``k`` of ``n`` (file mode): the records between the FINISHED_ROUND
@@ -242,7 +252,7 @@ class EventFile:
 def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.open)
          on_error: Callable[[InputError], None] | None = None,
          fields: Iterable[str] | None = None,
-         part: tuple[int, int] | None = None) -> EventFile:
+         part: tuple[int, int] | None = None, decimal_pids: bool = False) -> EventFile:
     """Open a perf.data file (file or pipe mode; ``"-"``: standard input) for typed events.
 
     ``order``: ``"time"`` (perf-decode's order) or ``"file"``. ``on_error`` receives
@@ -251,6 +261,10 @@ def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.
     none, for the names and meta alone; every event is still checked whole); None: all.
     ``part=(k, n)``: only the k-th of n parts of a file-mode file, split where ``-j n``
     splits it (parts 0..n-1 in turn give every event once, in the same order).
+    ``decimal_pids``: tracefs ``pid_t`` fields as signed ints, as ``decode
+    --decimal-pids`` shows them (else :class:`ehtool.values.shown.Hex`, as perf-decode
+    shows them: ``0x12``).
     """
     return EventFile(path, order=order, on_error=on_error,
-                     fields=None if fields is None else frozenset(fields), part=part)
+                     fields=None if fields is None else frozenset(fields), part=part,
+                     decimal_pids=decimal_pids)

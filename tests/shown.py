@@ -10,7 +10,7 @@ import struct
 import uuid
 
 from ehtool.eventheader.decoder import Fields
-from ehtool.eventheader.kinds import Errno
+from ehtool.values.shown import ShownInt
 from ehtool.values.times import format_utc_seconds
 
 
@@ -24,7 +24,7 @@ def same(typed: object, shown: object) -> bool:
             same(a, b) for a, b in zip(typed, shown, strict=True))
     if isinstance(typed, bool):
         return shown is typed
-    if isinstance(typed, Errno):  # "ENOENT(2)", "ERRNO(-5)"
+    if isinstance(typed, ShownInt):  # "ENOENT(2)", "ERRNO(-5)", "0x1F"
         return str(typed) == shown
     if isinstance(typed, int):
         if isinstance(shown, str):  # hex ("0x1F"), errno ("ENOENT(2)"), bool beyond 0/1

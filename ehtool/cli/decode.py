@@ -52,8 +52,9 @@ _META_HELP = (
 @click.option("--field-tags/--no-field-tags", default=True, show_default=True,
               help="Append ';tag=0xN' to EventHeader field names that carry a tag.")
 @click.option("--decimal-pids", is_flag=True,
-              help="tracefs pid_t fields (prev_pid, next_pid...) as decimal numbers; "
-                   "perf-decode shows them as hex strings (\"0xB6C\").")
+              help="tracefs pid_t fields (prev_pid, next_pid...) as decimal numbers, in "
+                   "every format and filter; perf-decode shows them as hex strings "
+                   "(\"0xB6C\").")
 @click.option("--time", "time_mode", type=click.Choice(["perf", "iso", "ns", "rel", "delta"]),
               default="perf", show_default=True,
               help="meta time: perf: perf-decode's (a UTC string with clock data, else "
@@ -181,7 +182,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         selection = Selection(providers=providers, events=events, level=level,
                               keyword=keyword, pids=pids, tids=tids, cpus=cpus, comms=comms,
                               since=since, until=until, expr=expr,
-                              sample_meta=input_format == "perf")
+                              sample_meta=input_format == "perf", decimal_pids=decimal_pids)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -192,7 +193,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     if out_format == "text":
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
-                           time_mode, order, warn)
+                           time_mode, order, decimal_pids, warn)
         _report_selection(selection, strict_filter, warn, failed)
         if failed:
             sys.exit(EXIT_INPUT)
@@ -417,7 +418,7 @@ def _same_terminal(output: str | None) -> bool:
 
 
 def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode: str,
-          order: str, warn: Any) -> bool:
+          order: str, decimal_pids: bool, warn: Any) -> bool:
     """``--format text``: a line per event from the typed layer, the filters applied as
     for JSON; True when an input failed (its error is on stderr)."""
     from ehtool.errors import EhtoolError
@@ -429,7 +430,7 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
     with _output(inputs, output) as out:
         for path in inputs:
             try:
-                with open_events(path, order=order) as events:
+                with open_events(path, order=order, decimal_pids=decimal_pids) as events:
                     clock = events.perf.session.clock
                     if time_mode == "iso" and not clock.utc_known:
                         warn(no_clock_warning(path))

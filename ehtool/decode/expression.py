@@ -15,9 +15,10 @@ members as ``outer.inner``), else a meta key (time, cpu, pid, tid, comm, id,
 version, level, keyword, opcode, tag, activity, relatedActivity), or ``n``,
 ``provider``, ``event``; ``meta.cpu`` names the meta key even where a field has
 that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
-Hex strings as perf-decode prints them (``"0x950"``) compare as numbers; an errno
-field compares with a number as its number and with a string as its text
-(``err == 2``, ``err == "ENOENT(2)"``, ``err ~ "ENOENT*"``). A
+Hex strings as perf-decode prints them (``"0x950"``) compare as numbers; a value
+that decode shows as text but is a number (an errno, a hex value) compares with a
+number as its number and with another string as its text (``err == 2``, ``err ==
+"ENOENT(2)"``, ``err ~ "ENOENT*"``, ``ptr ~ "0xffff*"``). A
 comparison with a missing identifier is false; a name that no event of the input
 has is reported at the end (``ehtool.decode.filters.Selection.unknown_names``).
 
@@ -36,7 +37,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ehtool.eventheader.kinds import Errno, time_text
+from ehtool.eventheader.kinds import time_text
+from ehtool.values.shown import ShownInt
 
 Predicate = Callable[[dict[str, Any]], bool]
 #: the parsed expression: ("or"|"and", a, b), ("not", a), ("cmp", name, op, value) or
@@ -224,7 +226,7 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
     if op == "&":
         return lambda view: _compare(op, get(view), value)
     test = _ORDER[op]
-    text = type(right) is str  # an errno compares as its text
+    text = type(right) is str  # an errno, a hex value: as its text
 
     def compare(view: dict[str, Any]) -> bool:
         left = get(view)
@@ -232,7 +234,7 @@ def _comparison(get: Callable[[dict[str, Any]], Any], op: str, value: Any) -> Pr
             return False
         if type(left) is str:
             left = _number(left)
-        elif text and type(left) is Errno:
+        elif text and isinstance(left, ShownInt):
             left = str(left)
         try:
             return test(left, right)
@@ -255,8 +257,8 @@ def glob_matcher(pattern: Any) -> Callable[[str], Any]:
 
 
 def _glob(left: Any, test: Callable[[str], Any]) -> bool:
-    """``left ~ pattern``: only text matches (an errno's too)."""
-    if type(left) is Errno:
+    """``left ~ pattern``: only text matches (an errno's, a hex value's too)."""
+    if isinstance(left, ShownInt):
         left = str(left)
     return isinstance(left, str) and test(left) is not None
 
@@ -363,7 +365,14 @@ class _Parser:
                 return ("name", name)
             raise self._error("a comparison operator after " + repr(name))
         self.i += 1
-        return ("cmp", name, op[1], self._value(op[1]))
+        at = self._peek()
+        value = self._value(op[1])
+        if name == "meta.time" and isinstance(_number(value), str | float):
+            raise FilterSyntaxError(self.text, at[2] if at else len(self.text),
+                                    "meta.time is the session clock in nanoseconds (an "
+                                    "integer, query's session_time, whatever --time shows); "
+                                    "--since/--until take seconds or UTC times")
+        return ("cmp", name, op[1], value)
 
     def _value(self, after: str) -> Any:
         tok = self._peek()

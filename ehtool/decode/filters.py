@@ -134,7 +134,8 @@ class Selection:
                  pids: tuple[int, ...] = (), tids: tuple[int, ...] = (),
                  cpus: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                  since: str | None = None, until: str | None = None,
-                 expr: str | None = None, sample_meta: bool = True) -> None:
+                 expr: str | None = None, sample_meta: bool = True,
+                 decimal_pids: bool = False) -> None:
         """``sample_meta=False``: for events without perf sample meta (a .dat capture,
         ``bind(None)``): the options on it are a ValueError naming them, and the
         expression's names are fields or header meta, never sample meta."""
@@ -145,6 +146,7 @@ class Selection:
         self.until = parse_when(until) if until else None
         self.expr = compile_filter(expr) if expr else None
         self.sample_meta = sample_meta
+        self.decimal_pids = decimal_pids  # (tracefs pid_t fields as decode shows them)
         if not sample_meta:
             self._no_sample_meta()
         #: the field names the expression may mean (a dotted name: its head too)
@@ -231,7 +233,8 @@ class Selection:
         self._window = [0, 0, 0, 0]
         converter = SampleConverter() if perf_file is None else SampleConverter(
             big_endian=perf_file.big_endian, comm_of=perf_file.session.comm,
-            clock=perf_file.session.clock)
+            clock=perf_file.session.clock, decimal_pids=self.decimal_pids)
+        self._tracefs_fields = converter.tracefs_fields
         self._convert, self._identify = converter.convert, converter.identify
         self._describe = converter.describe
         self._eventheader: Any = None  # the JSON renderer's decoder, made when needed
@@ -371,8 +374,8 @@ class Selection:
         if fmt is None:
             return None
         fixed = {"n": name, "provider": provider, "event": event}
-        sources = native.tracefs_sources(fixed, fmt.fields, self._file.big_endian,
-                                         self._bases())
+        sources = native.tracefs_sources(fixed, self._tracefs_fields(fmt, common=True),
+                                         self._file.big_endian, self._bases())
         return native.program(speedups, self.expr, self._names, sources.__getitem__)
 
     def _bases(self) -> set[str]:
@@ -648,7 +651,7 @@ class Selection:
         if eh_offset is not None:
             return self._eventheader_view_maker(fmt.name, eh_offset)
         fields, seen = [], set()
-        for f in fmt.fields:
+        for f in self._tracefs_fields(fmt, common=True):  # (common_pid... too)
             if f.name in keys and f.name not in seen:
                 fields.append(f)
                 seen.add(f.name)
@@ -727,3 +730,4 @@ class Selection:
     def unknown_names(self) -> list[str]:
         """Names of the expression that no event of the input had."""
         return sorted(self._unseen)
+

@@ -8,7 +8,7 @@ kind       formats (sizes)                        JSON        Python value
 =========  =====================================  ==========  =====================
 unsigned   default, unsigned (1/2/4/8), others    ``%d``      int
 signed     signed_int, pid (4)                    ``%d``      int
-hex        hex_int (1/2/4/8)                      ``"0x%X"``  int
+hex        hex_int (1/2/4/8)                      ``"0x%X"``  Hex (an int)
 errno      errno (4)                              ``"ENOENT(2)"``  Errno (an int)
 time       time (4/8): seconds since the epoch    ``"...Z"``  datetime (UTC) or int
 bool       boolean (1/2/4)                        ``true``    bool (int when not 0/1)
@@ -63,9 +63,10 @@ from ehtool.speedups import (
     STR_UTF,
 )
 from ehtool.values import text as v
+from ehtool.values.shown import Errno, Hex, int32
 from ehtool.values.strings import UTF8_AS_SHOWN
 
-__all__ = ["FORMAT_KINDS", "KIND_SPECS", "Errno", "Kind", "StringKind", "fixed_kind",
+__all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind",
            "integer_kind", "string_kind", "time_text", "FIXED_SIZES", "UNIT_SIZES", "ZSTRINGS"]
 
 #: sizes of the fixed-size encodings
@@ -109,31 +110,9 @@ def time_text(moment: _dt.datetime) -> str:
     return v.time_json(calendar.timegm(moment.utctimetuple()))[1:-1].decode()
 
 
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value & 0x80000000 else value
-
-
-class Errno(int):
-    """An errno value, a signed 32-bit int whose text is decode's: ``ENOENT(2)``,
-    ``ERRNO(-5)``. Compared with a number it is the number; a filter compares a string
-    with its text (``errno == "ENOENT(2)"``), and text output shows it."""
-
-    __slots__ = ()
-
-    def __new__(cls, value: int) -> Errno:
-        return super().__new__(cls, _int32(value))
-
-    def __str__(self) -> str:
-        return v.errno_json(self)[1:-1].decode()
-
-    def __repr__(self) -> str:
-        return f"Errno({int(self)})"
-
-
 def _bool(value: int) -> bool | int:
     """False, True, else the value as a signed 32-bit int (as the JSON shows it)."""
-    return bool(value) if value in (0, 1) else _int32(value)
+    return bool(value) if value in (0, 1) else int32(value)
 
 
 def _char(data: bytes, codec: str) -> str:
@@ -168,7 +147,7 @@ KIND_SPECS: dict[str, _Spec] = {
     "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED,
                       c_reads=True),
     "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED, c_reads=True),
-    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, int, FX_HEX, c_reads=True),
+    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, Hex, FX_HEX, c_reads=True),
     "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, Errno, FX_ERRNO,
                    c_table=v.ERRNO_JSON),
     "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),

@@ -19,6 +19,7 @@ only: this also reads live tracefs files for ``ehtool list`` and ``record``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -364,3 +365,11 @@ def classify(decl: str, offset: int, size: int, signed: bool | None,
     if fixup:
         element = 1
     return FieldFormat(decl, name, offset, size, signed, fmt, element, kind, count)
+
+
+def decimal_pid(f: FieldFormat) -> FieldFormat:
+    """``f``, a ``pid_t`` field shown as a signed decimal (``--decimal-pids``; perf-decode
+    shows it as hex)."""
+    if f.format == HEX and f.decl.split()[:1] == ["pid_t"]:
+        return dataclasses.replace(f, format=SIGNED)
+    return f

@@ -1,6 +1,7 @@
-"""Typed values of a tracefs record's fields: ``int`` (arrays: lists), ``str`` for
-char arrays (up to the first NUL, one Latin-1 character a byte), ``bytes`` for
-blobs (``struct``), None for a field beyond the end of the record.
+"""Typed values of a tracefs record's fields: ``int`` (arrays: lists; a field shown in
+hex, a :class:`~ehtool.values.shown.Hex`), ``str`` for char arrays (up to the first NUL,
+one Latin-1 character a byte), ``bytes`` for blobs (``struct``), None for a field beyond
+the end of the record.
 
 Integers keep their declared signedness (perf-decode's JSON shows 8- and 16-bit
 signed fields unsigned; the typed value is the C value).
@@ -12,6 +13,7 @@ import struct
 from collections.abc import Callable
 
 from ehtool.formats.tracefs_format import HEX, NONE, SCALAR, SIGNED, STRING, UNSIGNED, FieldFormat
+from ehtool.values.shown import Hex
 
 _CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
           (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -30,8 +32,12 @@ def field_value(f: FieldFormat, raw: bytes | memoryview, big_endian: bool = Fals
     code = _CODES[size, f.format == SIGNED]
     order = ">" if big_endian else "<"
     if f.array == SCALAR:
-        return struct.unpack_from(order + code, data)[0] if len(data) >= size else None
-    return list(struct.unpack_from(f"{order}{len(data) // size}{code}", data))
+        if len(data) < size:
+            return None
+        value = struct.unpack_from(order + code, data)[0]
+        return Hex(value) if f.format == HEX else value
+    values = struct.unpack_from(f"{order}{len(data) // size}{code}", data)
+    return list(map(Hex, values)) if f.format == HEX else list(values)
 
 
 def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | memoryview],
@@ -45,6 +51,11 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
     unpack = struct.Struct((">" if big_endian else "<") + _CODES[size, f.format == SIGNED]
                            ).unpack_from
     offset, end = f.offset, f.offset + f.size  # (the field's bytes must all be there)
+
+    if f.format == HEX:
+        def hex_scalar(raw: bytes | memoryview) -> object:
+            return Hex(unpack(raw, offset)[0]) if end <= len(raw) else None
+        return hex_scalar
 
     def scalar(raw: bytes | memoryview) -> object:
         return unpack(raw, offset)[0] if end <= len(raw) else None

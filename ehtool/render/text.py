@@ -41,7 +41,7 @@ def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, bytes):
-        return value.hex()
+        return value.hex() or '""'
     if hasattr(value, "isoformat"):
         return time_text(value) + "Z"
     text = str(value)
@@ -92,10 +92,13 @@ def event_line(ev: Any, when: Callable[[Any], str] = _time) -> str:
     """One typed event (``ehtool.events.Event``) as a line (no newline); ``when`` shows
     its time (see :func:`time_texts`)."""
     meta = ev.meta
-    cpu = meta.get("cpu")
-    head = (f"{meta.get('comm') or '-'} {meta.get('pid')}/{meta.get('tid')} "
-            f"[{cpu:03d}] " if cpu is not None else f"{meta.get('comm') or '-'} ")
-    parts = [f"{head}{when(ev)} {_text(ev.name)}:"]
+    comm, pid, cpu = meta.get("comm"), meta.get("pid"), meta.get("cpu")
+    head = _text(comm) if comm else "-"  # (quoted: one event, one line)
+    if pid is not None:
+        head += f" {pid}/{meta.get('tid')}"
+    if cpu is not None:
+        head += f" [{cpu:03d}]"
+    parts = [f"{head} {when(ev)} {_text(ev.name)}:"]
     if ev.eventheader:
         parts.append(f"level={meta['level']} keyword={meta['keyword']:#x}")
         if meta.get("opcode"):

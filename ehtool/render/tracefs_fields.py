@@ -31,6 +31,7 @@ from ehtool.formats.tracefs_format import (
     STRING,
     EventFormat,
     FieldFormat,
+    decimal_pid,
 )
 from ehtool.render.style import JsonStyle
 from ehtool.values.text import hex_bytes, latin1_json
@@ -72,7 +73,7 @@ _RENDERERS: Bounded[tuple, Renderer] = Bounded(256)
 
 def _make_renderer(fields: list[FieldFormat], style: JsonStyle, big_endian: bool) -> Renderer:
     if style.decimal_pids:
-        fields = [_decimal_pid(f) for f in fields]
+        fields = [decimal_pid(f) for f in fields]
     order = ">" if big_endian else "<"
     parts = [(style.sep + latin1_json(f.name.encode("latin-1", "replace")) + style.colon,
               _value_getter(f, style, order, big_endian)) for f in fields]
@@ -80,13 +81,6 @@ def _make_renderer(fields: list[FieldFormat], style: JsonStyle, big_endian: bool
     if not fields:
         return lambda raw: b""
     return _compiled_renderer(fields, parts, order)
-
-
-def _decimal_pid(f: FieldFormat) -> FieldFormat:
-    """A ``pid_t`` field shown as a signed decimal (perf-decode shows it as hex)."""
-    if f.format == HEX and f.decl.split()[:1] == ["pid_t"]:
-        return dataclasses.replace(f, format=SIGNED)
-    return f
 
 
 def raw_renderer(style: JsonStyle) -> Renderer:

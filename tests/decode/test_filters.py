@@ -16,6 +16,8 @@ import golden
 from ehtool.decode.expression import FilterSyntaxError, compile_filter
 from golden import golden_path
 
+SCHED = Path(__file__).resolve().parents[2] / "examples" / "sched.data"
+
 
 def decode(*args: str) -> list[list[tuple[str, object]]]:
     path = str(golden_path("linuxtracepoints/perf.data"))
@@ -549,3 +551,54 @@ def test_another_perf_event_is_named_as_decode_shows_it(pure, tmp_path):
         == names("--event", "cpu-clock:") == ["cpu-clock:"] * 2
     assert names("--filter", 'event == ""') == ["cpu-clock:"] * 2
     assert all(" cpu-clock:: " in line for line in names(fmt="text"))
+
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_what_decode_shows_as_text_filters_as_text(pure):
+    """A tracefs field decode shows in hex (``"next_pid": "0x12"``) matched no glob (the
+    typed value was the int 18); a common field (``common_type``, shown with ``--meta
+    +common``) was an unknown name; ``meta.time`` against seconds or a time string
+    matched nothing in silence (it is session nanoseconds): now a usage error."""
+    def count(*args: str) -> int:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *args, str(SCHED)], capture_output=True, text=True,
+                              env={**os.environ, "EHTOOL_PURE": pure})
+        assert done.returncode == 0, done.stderr
+        return len(done.stdout.splitlines())
+
+    switches = count("--event", "sched_switch")
+    assert count("--filter", 'next_pid ~ "0x?2"') == count("--filter", 'next_pid == "0x12"') \
+        == count("--filter", "next_pid == 18") == 1
+    assert count("--filter", 'next_pid ~ "18"') == count("--filter", 'next_pid == "18"') == 0
+    assert count("--filter", 'prev_pid ~ "0x*"') == switches
+    assert count("--decimal-pids", "--filter", 'next_pid ~ "0x?2"') == 0  # (shown 18)
+    assert count("--decimal-pids", "--filter", "next_pid == 18") == 1
+    assert count("--filter", "common_type == 374") == count("--event", "sched_wakeup") > 0
+    assert count("--filter", "common_pid == 30907 && pid == 18") == 1
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--filter",
+                           "meta.time <= 1275.0212", str(SCHED)], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "session clock in nanoseconds" in done.stderr
+    assert done.stdout == ""
+
+
+def test_text_shows_pid_without_cpu_and_quotes_thread_names(tmp_path):
+    """Without a recorded CPU, text dropped pid/tid; a thread name with a line break
+    split an event over two lines (names are quoted as field values are)."""
+    from ehtool.perfdata.grammar import RecordType
+    from ehtool.perfdata.writer import PerfDataWriter, make_attr
+
+    tid_time_id = 0x2 | 0x4 | 0x10000
+    path = tmp_path / "nocpu.data"
+    with PerfDataWriter(path) as w:
+        ev = w.add_event(make_attr(w.g, type=1, config=0, sample_type=tid_time_id,
+                                   sample_id_all=True), [7], "cpu-clock")
+        w.event_desc_feature()
+        w.add_raw(w.record_bytes(RecordType.COMM, dict(pid=5, tid=5, comm="tab\tnl\n"),
+                                 sample_id=dict(pid=5, tid=5, time=1, identifier=7),
+                                 sample_type=tid_time_id))
+        w.add_sample(ev, id=7, time=2, pid=5, tid=5)
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "text",
+                           str(path)], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [
+        '"tab\\tnl\\n" 5/5 0.000000002 cpu-clock:: raw=""']

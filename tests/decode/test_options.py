@@ -130,8 +130,13 @@ def test_text_format_is_one_line_per_event():
                                "MyProvider:Request: level=4 keyword=0x2 opcode=1 activity=")
     assert lines[2].endswith("url=/index.html status=200 client={ip=10.0.0.7 port=51234} "
                              "elapsed=0.0125")
-    assert lines[4].endswith("sched:sched_switch: prev_comm=perf prev_pid=30907 prev_prio=120 "
-                             "prev_state=2 next_comm=migration/0 next_pid=18 next_prio=0")
+    # (pid_t fields as decode shows them: hex, as perf-decode does, or with --decimal-pids)
+    assert lines[4].endswith("sched:sched_switch: prev_comm=perf prev_pid=0x78BB prev_prio=120 "
+                             "prev_state=2 next_comm=migration/0 next_pid=0x12 next_prio=0")
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "text",
+                           "--decimal-pids", *paths], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[4].endswith(
+        "prev_pid=30907 prev_prio=120 prev_state=2 next_comm=migration/0 next_pid=18 next_prio=0")
 
 
 def test_text_shows_lone_surrogates_as_the_json_does(tmp_path):

@@ -123,7 +123,7 @@ def test_an_errno_is_its_number_and_its_text(errnos, pure):
         "level=5 keyword=0x1 err=ERRNO(200) t=1970-01-01T00:00:01Z"]
 
     import ehtool as lib
-    from ehtool.eventheader.kinds import Errno
+    from ehtool.values.shown import Errno
     with lib.open(errnos) as events:
         errs = [e.fields["err"] for e in events]
     assert errs == [2, -5, 200] and all(type(e) is Errno for e in errs)

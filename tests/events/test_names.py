@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from ehtool.decode.dat_input import DatDesc, DatFormat
-from ehtool.eventheader.kinds import Errno
 from ehtool.events import SampleConverter
 from ehtool.render.events import _split_name
+from ehtool.values.shown import Errno
 
 
 @dataclass(eq=False)

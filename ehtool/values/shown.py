@@ -1,0 +1,48 @@
+"""Integers that decode shows as text: an errno (``ENOENT(2)``) and a hex value
+(``0x1F``). Each is an ``int`` whose ``str`` is that text, so that every typed output
+shows it as decode does, and a filter compares a string with that text (``err ==
+"ENOENT(2)"``, ``ptr ~ "0xffff*"``) and a number with the number."""
+
+from __future__ import annotations
+
+from ehtool.values.text import errno_json
+
+
+def int32(value: int) -> int:
+    """``value``'s low 32 bits as a signed 32-bit int."""
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
+class ShownInt(int):
+    """An int that decode shows as text, its ``str``."""
+
+    __slots__ = ()
+
+
+class Errno(ShownInt):
+    """An errno value, a signed 32-bit int shown ``ENOENT(2)``, ``ERRNO(-5)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: int) -> Errno:
+        return super().__new__(cls, int32(value))
+
+    def __str__(self) -> str:
+        return errno_json(self)[1:-1].decode()
+
+    def __repr__(self) -> str:
+        return f"Errno({int(self)})"
+
+
+class Hex(ShownInt):
+    """An unsigned value shown in hex, ``0x1F`` (a hex_int field, a tracefs pointer or
+    other field its format says to show so)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return f"0x{int(self):X}"
+
+    def __repr__(self) -> str:
+        return f"Hex(0x{int(self):X})"
