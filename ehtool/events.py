@@ -77,6 +77,7 @@ class SampleConverter:
         self._descs: dict[Any, tuple[str, str, str, Any, int | None]] = {}
         self._names: dict[frozenset[str], frozenset[bytes]] = {}  # ``only`` as bytes
         self._fields: dict[Any, list[tuple[str, Callable[[Any], object]]]] = {}
+        self._field_formats: dict[Any, list[FieldFormat]] = {}
 
     def describe(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
         """(name, provider, event, tracefs format, EventHeader offset or None) of the
@@ -101,12 +102,19 @@ class SampleConverter:
         fields = [*fmt.fields, *getattr(fmt, "common_fields", ())] if common else fmt.fields
         return [decimal_pid(f) for f in fields] if self.decimal_pids else fields
 
+    def _formats(self, desc: Any) -> list[FieldFormat]:
+        """:meth:`tracefs_fields` of ``desc``'s format, made once."""
+        hit = self._field_formats.get(desc)
+        if hit is None:
+            hit = self._field_formats[desc] = self.tracefs_fields(desc.format)
+        return hit
+
     def _readers(self, desc: Any) -> list[tuple[str, Callable[[Any], object]]]:
         """The value readers of the fields of ``desc``'s tracefs format (``value_reader``)."""
         hit = self._fields.get(desc)
         if hit is None:
             hit = self._fields[desc] = [(f.name, value_reader(f, self.big_endian))
-                                        for f in self.tracefs_fields(desc.format)]
+                                        for f in self._formats(desc)]
         return hit
 
     def _encoded(self, names: frozenset[str]) -> frozenset[bytes]:
@@ -164,7 +172,7 @@ class SampleConverter:
             fields = Fields([(name, read(raw)) for name, read in self._readers(sample.desc)])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
-                             for f in self.tracefs_fields(fmt) if f.name in only])
+                             for f in self._formats(sample.desc) if f.name in only])
         tracepoint = sample.desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None
                                           else "")
         return Event(name, provider, event, sample.time, meta, fields, tracepoint, False,
@@ -233,6 +241,7 @@ class EventFile:
         become events."""
         if self.empty:
             return
+        selection.decimal_pids = self.converter.decimal_pids  # (tested on these values)
         selection.bind(self.perf)
         convert, fields = self.converter.convert, self.fields
         for batch in self.perf.batches(self.order, nonsample=False):

@@ -241,7 +241,8 @@ class ByEventWriter:
                 values = [storable(v) for v in values]
                 return pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            if all(v is None or (type(v) is int and v >= 0) for v in values):
+            if all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+                   for v in values):  # (a Hex too)
                 return pa.array(values, type=pa.uint64())  # u64 values above int64's range
             return pa.array([None if v is None else json_value(v) for v in values],
                             type=pa.string())

@@ -53,7 +53,7 @@ _META_HELP = (
               help="Append ';tag=0xN' to EventHeader field names that carry a tag.")
 @click.option("--decimal-pids", is_flag=True,
               help="tracefs pid_t fields (prev_pid, next_pid...) as decimal numbers, in "
-                   "every format and filter; perf-decode shows them as hex strings "
+                   "json, jsonl, text and filters; perf-decode shows them as hex strings "
                    "(\"0xB6C\").")
 @click.option("--time", "time_mode", type=click.Choice(["perf", "iso", "ns", "rel", "delta"]),
               default="perf", show_default=True,

@@ -18,7 +18,7 @@ that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
 Hex strings as perf-decode prints them (``"0x950"``) compare as numbers; a value
 that decode shows as text but is a number (an errno, a hex value) compares with a
 number as its number and with another string as its text (``err == 2``, ``err ==
-"ENOENT(2)"``, ``err ~ "ENOENT*"``, ``ptr ~ "0xffff*"``). A
+"ENOENT(2)"``, ``err ~ "ENOENT*"``, ``ptr ~ "0xFFFF*"``: upper-case digits). A
 comparison with a missing identifier is false; a name that no event of the input
 has is reported at the end (``ehtool.decode.filters.Selection.unknown_names``).
 
@@ -367,7 +367,9 @@ class _Parser:
         self.i += 1
         at = self._peek()
         value = self._value(op[1])
-        if name == "meta.time" and isinstance(_number(value), str | float):
+        number = _number(value)
+        if name == "meta.time" and (isinstance(number, str)
+                                    or isinstance(number, float) and not number.is_integer()):
             raise FilterSyntaxError(self.text, at[2] if at else len(self.text),
                                     "meta.time is the session clock in nanoseconds (an "
                                     "integer, query's session_time, whatever --time shows); "

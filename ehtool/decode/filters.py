@@ -730,4 +730,3 @@ class Selection:
     def unknown_names(self) -> list[str]:
         """Names of the expression that no event of the input had."""
         return sorted(self._unseen)
-

@@ -24,8 +24,9 @@ from ehtool.render.times import TimeFormat
 from ehtool.values.strings import str_json
 from ehtool.values.times import format_utc_seconds
 
-#: what makes a string quoted: a space, a quote, '=', or a lone surrogate (not UTF-8)
-_QUOTED = re.compile(r"[\s\"'=\ud800-\udfff]")
+#: what makes a string quoted: a space, a control character, a quote, '=', or a lone
+#: surrogate (not UTF-8)
+_QUOTED = re.compile(r"[\s\"'=\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def _value(value: Any) -> str:

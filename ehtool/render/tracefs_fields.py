@@ -39,7 +39,6 @@ from ehtool.values.text import hex_bytes, latin1_json
 Renderer = Callable[[bytes | memoryview], bytes]
 
 
-
 def make_renderer(fmt: EventFormat, style: JsonStyle, long_size: int = 8,
                   big_endian: bool = False, common: bool | str = False) -> Renderer:
     """Renderer of a record's members, each prefixed by ``style.sep``.

@@ -99,3 +99,26 @@ def test_arrays_mixing_value_types_are_text(tmp_path):
     assert kind == "list<element: timestamp[us, tz=UTC]>"
     assert [t.isoformat() for t in values[0]] == ["1970-01-01T00:00:01+00:00",
                                                   "1970-01-01T00:00:02+00:00"]
+
+
+def test_hex_values_past_int64_are_uint64(tmp_path):
+    """A hex_int u64 column (a pointer) with values past int64's range is uint64, as an
+    unsigned one is: typed as Hex (an int subclass), it became decimal text."""
+    import struct
+
+    from ehtool.eventheader.enums import FieldEncoding as E
+    from ehtool.eventheader.enums import FieldFormat as F
+    from tests.eventheader.helpers import event, fd, recording
+
+    data = tmp_path / "ptr.data"
+    ptr = fd(b"p", E.VALUE64, F.HEX_INT)
+    recording(data, [event([ptr], struct.pack("<Q", v), name=b"P")
+                     for v in (0xFFFF888812345678, 0x10)])
+    out = tmp_path / "by"
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                           "--split-by-event", str(out), str(data)],
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out / "MyProvider:P")
+    assert str(table.schema.field("p").type) == "uint64"
+    assert table.column("p").to_pylist() == [0xFFFF888812345678, 0x10]

@@ -580,6 +580,8 @@ def test_what_decode_shows_as_text_filters_as_text(pure):
                           text=True)
     assert done.returncode == 2 and "session clock in nanoseconds" in done.stderr
     assert done.stdout == ""
+    assert count("--filter", "meta.time > 1.2e12") == count("--filter", "meta.time > 0x10") \
+        == count()  # (whole nanoseconds, however written)
 
 
 def test_text_shows_pid_without_cpu_and_quotes_thread_names(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from ehtool.decode.dat_input import DatDesc, DatFormat
 from ehtool.events import SampleConverter
 from ehtool.render.events import _split_name
-from ehtool.values.shown import Errno
+from ehtool.values.shown import Errno, Hex
 
 
 @dataclass(eq=False)
@@ -55,3 +55,22 @@ def test_an_errno_is_an_int_with_its_text(value):
         assert type(back) is Errno and back == value and str(back) == str(e)
     assert str(Errno(2)) == "ENOENT(2)" and str(Errno(-5)) == "ERRNO(-5)"
     assert f"{Errno(2):d}" == "2" and repr(Errno(2)) == "Errno(2)"
+
+
+def test_filtered_events_are_tested_as_they_are_read():
+    """``open(decimal_pids=True).filtered(selection)`` tests the values it yields (a
+    pid_t as its number), whatever the selection was made with."""
+    from pathlib import Path
+
+    import ehtool
+    from ehtool.decode.filters import Selection
+
+    sched = Path(__file__).resolve().parents[2] / "examples" / "sched.data"
+    for decimal, expr, kept in ((True, "next_pid == 18", 1), (True, 'next_pid ~ "0x12"', 0),
+                                (False, 'next_pid ~ "0x12"', 1)):
+        with ehtool.open(sched, decimal_pids=decimal) as f:
+            events = list(f.filtered(Selection(expr=expr)))
+        assert len(events) == kept, (decimal, expr)
+        if events:
+            assert type(events[0].fields["next_pid"]) is (int if decimal else Hex)
+            assert str(events[0].fields["next_pid"]) == ("18" if decimal else "0x12")
