@@ -10,7 +10,7 @@ unsigned   default, unsigned (1/2/4/8), others    ``%d``      int
 signed     signed_int, pid (4)                    ``%d``      int
 hex        hex_int (1/2/4/8)                      ``"0x%X"``  Hex (an int)
 errno      errno (4)                              ``"ENOENT(2)"``  Errno (an int)
-time       time (4/8): seconds since the epoch    ``"...Z"``  datetime (UTC) or int
+time       time (4/8): seconds since the epoch    ``"..."``   datetime (UTC) or Seconds
 bool       boolean (1/2/4)                        ``true``    bool (int when not 0/1)
 float      float (4/8)                            shortest    float (float32: of its text)
 port       port (2): network byte order           ``%d``      int
@@ -63,7 +63,7 @@ from ehtool.speedups import (
     STR_UTF,
 )
 from ehtool.values import text as v
-from ehtool.values.shown import Errno, Hex, int32
+from ehtool.values.shown import Errno, Hex, Seconds, int32
 from ehtool.values.strings import UTF8_AS_SHOWN
 
 __all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind",
@@ -97,11 +97,11 @@ FORMAT_KINDS: dict[int, tuple[str, tuple[int, ...]]] = {
 }
 
 
-def _time(seconds: int) -> _dt.datetime | int:
+def _time(seconds: int) -> _dt.datetime | Seconds:
     try:
         return _dt.datetime.fromtimestamp(seconds, _dt.UTC)
     except (OverflowError, OSError, ValueError):
-        return seconds
+        return Seconds(seconds)
 
 
 def time_text(moment: _dt.datetime) -> str:

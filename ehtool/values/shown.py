@@ -1,11 +1,12 @@
-"""Integers that decode shows as text: an errno (``ENOENT(2)``) and a hex value
-(``0x1F``). Each is an ``int`` whose ``str`` is that text, so that every typed output
-shows it as decode does, and a filter compares a string with that text (``err ==
-"ENOENT(2)"``, ``ptr ~ "0xffff*"``) and a number with the number."""
+"""Integers that decode shows as text: an errno (``ENOENT(2)``), a hex value
+(``0x1F``) and a time past the years a ``datetime`` holds (``33658-09-27T01:46:40``).
+Each is an ``int`` whose ``str`` is that text, so that every typed output shows it as
+decode does, and a filter compares a string with that text (``err == "ENOENT(2)"``,
+``ptr ~ "0xFFFF*"``) and a number with the number."""
 
 from __future__ import annotations
 
-from ehtool.values.text import errno_json
+from ehtool.values.text import errno_json, time_json
 
 
 def int32(value: int) -> int:
@@ -46,3 +47,16 @@ class Hex(ShownInt):
 
     def __repr__(self) -> str:
         return f"Hex(0x{int(self):X})"
+
+
+class Seconds(ShownInt):
+    """A time field's seconds since 1970 past the years a ``datetime`` holds (1-9999),
+    shown as decode shows it: ``33658-09-27T01:46:40``, or ``TIME(n)`` past glibc's."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return time_json(self)[1:-1].decode()
+
+    def __repr__(self) -> str:
+        return f"Seconds({int(self)})"

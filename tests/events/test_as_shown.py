@@ -4,7 +4,8 @@ U+FFFD, and ``--filter 's == "café"'`` missed an event decode shows with "café
 addresses as glibc's ``inet_ntop`` (``::ffff:1.2.3.4``, not Python 3.11's
 ``::ffff:102:304``), a float32 as the number shown (``3.14``, not its exact double), and
 a name with a line break on one line of text; an errno field compares with a string as
-its text (``ENOENT(2)``) and a time before the year 1000 shows four digits of year."""
+its text (``ENOENT(2)``), a time before the year 1000 shows four digits of year, and
+one past 9999 (an int) compares with a string as decode's text."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def errnos(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("errnos") / "errnos.data"
     fields = [fd(b"err", E.VALUE32, F.ERRNO), fd(b"t", E.VALUE64, F.TIME)]
     recording(path, [event(fields, struct.pack("<iq", e, t), name=b"E")
-                     for e, t in ((2, 0), (-5, -62000000000), (200, 1))])
+                     for e, t in ((2, 0), (-5, -62000000000), (200, 1), (7, 10**12))])
     return path
 
 
@@ -107,24 +108,26 @@ def test_an_errno_is_its_number_and_its_text(errnos, pure):
                                                    pure=pure).splitlines()]
     assert [(e["err"], e["t"]) for e in decoded] == [
         ("ENOENT(2)", "1970-01-01T00:00:00"), ("ERRNO(-5)", "0005-04-19T09:46:40"),
-        ("ERRNO(200)", "1970-01-01T00:00:01")]
+        ("ERRNO(200)", "1970-01-01T00:00:01"), ("E2BIG(7)", "33658-09-27T01:46:40")]
     for expr, kept in (('err == "ENOENT(2)"', ["ENOENT(2)"]), ("err == 2", ["ENOENT(2)"]),
-                       ('err != "ENOENT(2)"', ["ERRNO(-5)", "ERRNO(200)"]),
+                       ('err != "ENOENT(2)"', ["ERRNO(-5)", "ERRNO(200)", "E2BIG(7)"]),
                        ("err < 0", ["ERRNO(-5)"]), ('err ~ "ERRNO(*"', ["ERRNO(-5)",
                                                                         "ERRNO(200)"]),
-                       ('err == "ENOENT"', []), ('err < "ERRNO"', ["ENOENT(2)"]),
-                       ('t == "0005-04-19T09:46:40"', ["ERRNO(-5)"])):
+                       ('err == "ENOENT"', []), ('err < "ERRNO"', ["ENOENT(2)", "E2BIG(7)"]),
+                       ('t == "0005-04-19T09:46:40"', ["ERRNO(-5)"]),
+                       ('t == "33658-09-27T01:46:40"', ["E2BIG(7)"]), ("t == 10e11", ["E2BIG(7)"])):
         out = ehtool(errnos, "decode", "--format", "jsonl", "--filter", expr, pure=pure)
         assert [json.loads(line)["err"] for line in out.splitlines()] == kept, expr
     text = ehtool(errnos, "decode", "--format", "text", pure=pure).splitlines()
     assert [line.split(": ", 1)[1] for line in text] == [
         "level=5 keyword=0x1 err=ENOENT(2) t=1970-01-01T00:00:00Z",
         "level=5 keyword=0x1 err=ERRNO(-5) t=0005-04-19T09:46:40Z",
-        "level=5 keyword=0x1 err=ERRNO(200) t=1970-01-01T00:00:01Z"]
+        "level=5 keyword=0x1 err=ERRNO(200) t=1970-01-01T00:00:01Z",
+        "level=5 keyword=0x1 err=E2BIG(7) t=33658-09-27T01:46:40"]
 
     import ehtool as lib
     from ehtool.values.shown import Errno
     with lib.open(errnos) as events:
         errs = [e.fields["err"] for e in events]
-    assert errs == [2, -5, 200] and all(type(e) is Errno for e in errs)
-    assert [str(e) for e in errs] == ["ENOENT(2)", "ERRNO(-5)", "ERRNO(200)"]
+    assert errs == [2, -5, 200, 7] and all(type(e) is Errno for e in errs)
+    assert [str(e) for e in errs] == ["ENOENT(2)", "ERRNO(-5)", "ERRNO(200)", "E2BIG(7)"]
