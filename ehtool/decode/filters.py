@@ -480,8 +480,11 @@ class Selection:
         if self.providers and not any(fnmatch.fnmatchcase(provider, p)
                                       for p in self.providers):
             return False
-        # (the name shown: a .dat capture's bare tracepoint name has no provider)
-        if self.events and not any(fnmatch.fnmatchcase(event, g)
+        # (the name shown: a .dat capture's bare tracepoint name has no provider; a perf
+        # event that is not a tracepoint, "cpu-clock:", has no event: its name is the
+        # provider's, as info lists it)
+        name = event or provider
+        if self.events and not any(fnmatch.fnmatchcase(name, g)
                                    or (provider and fnmatch.fnmatchcase(f"{provider}:{event}",
                                                                         g))
                                    for g in self.events):

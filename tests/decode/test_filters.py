@@ -550,6 +550,7 @@ def test_another_perf_event_is_named_as_decode_shows_it(pure, tmp_path):
     assert names("--filter", 'n == "cpu-clock:"') == names("--provider", "cpu-clock") \
         == names("--event", "cpu-clock:") == ["cpu-clock:"] * 2
     assert names("--filter", 'event == ""') == ["cpu-clock:"] * 2
+    assert names("--event", "cpu-clock") == ["cpu-clock:"] * 2  # (as info names it)
     assert all(" cpu-clock:: " in line for line in names(fmt="text"))
 
 
