@@ -2636,6 +2636,11 @@ read_fixed(const Op *op, const unsigned char *q, int little, PyObject **out)
     case FX_PORT: /* network byte order */
         *out = PyLong_FromUnsignedLongLong(read_uint(q, 2, 0));
         break;
+    case FX_ERRNO: /* a signed 32-bit int (compared with text, Python decides) */
+        if (size != 4)
+            return FAIL_DEFER;
+        *out = PyLong_FromLong((int32_t)(uint32_t)v);
+        break;
     case FX_BOOL: /* False, True, else the value as a signed 32-bit int */
         *out = v <= 1 ? PyBool_FromLong((long)v) : PyLong_FromLong((int32_t)(uint32_t)v);
         break;

@@ -135,7 +135,7 @@ class _Spec:
     c_kind: int
     sized_json: bool = False  # ``json(value, size)``
     c_table: tuple[bytes, ...] | None = None  # the C renderer's table of texts (errno)
-    c_reads: bool = False  # the C filter programs read its typed value (a plain number)
+    c_reads: bool = False  # the C filter programs read its typed value's number
 
 
 def _bytes_code(n: int) -> str:
@@ -149,7 +149,7 @@ KIND_SPECS: dict[str, _Spec] = {
     "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED, c_reads=True),
     "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, Hex, FX_HEX, c_reads=True),
     "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, Errno, FX_ERRNO,
-                   c_table=v.ERRNO_JSON),
+                   c_table=v.ERRNO_JSON, c_reads=True),
     "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
                   sized_json=True, c_reads=True),
@@ -185,9 +185,9 @@ class Kind:
     c_kind: int
     #: texts the C renderer looks values up in (errno names, float32 powers of two), or None
     c_table: tuple[bytes, ...] | None = None
-    #: the C filter programs read its typed value: a plain number (not an errno, whose
-    #: text a filter compares strings with, nor a float32, whose value is
-    #: :func:`_float32`'s)
+    #: the C filter programs read its typed value's number (an errno's, a hex value's:
+    #: compared with text they leave it to Python), not a float32's, whose value is
+    #: :func:`_float32`'s
     c_reads: bool = False
 
     def text(self, value: Any) -> bytes:
