@@ -85,7 +85,7 @@ class SampleConverter:
         hit = self._descs.get(desc)
         if hit is None:
             fmt = desc.format
-            name = desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None else "")
+            name = _tracepoint(desc)
             if getattr(fmt, "bare", False):  # a .dat capture's: no system
                 provider, event = "", name
             else:  # perf-decode's split: "cpu-clock" is "cpu-clock:", with no event
@@ -173,10 +173,15 @@ class SampleConverter:
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
                              for f in self._formats(sample.desc) if f.name in only])
-        tracepoint = sample.desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None
-                                          else "")
-        return Event(name, provider, event, sample.time, meta, fields, tracepoint, False,
-                     utc, error, sample.offset)
+        return Event(name, provider, event, sample.time, meta, fields,
+                     _tracepoint(sample.desc), False, utc, error, sample.offset)
+
+
+def _tracepoint(desc: Any) -> str:
+    """The tracepoint name of ``desc``'s samples: EVENT_DESC's, else its format's
+    ``system:name``."""
+    fmt = desc.format
+    return desc.name or (f"{fmt.system}:{fmt.name}" if fmt is not None else "")
 
 
 class EventFile:

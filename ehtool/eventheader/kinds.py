@@ -63,7 +63,7 @@ from ehtool.speedups import (
     STR_UTF,
 )
 from ehtool.values import text as v
-from ehtool.values.shown import Errno, Hex, Seconds, int32
+from ehtool.values.shown import Errno, Hex, Seconds
 from ehtool.values.strings import UTF8_AS_SHOWN
 
 __all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind",
@@ -112,7 +112,7 @@ def time_text(moment: _dt.datetime) -> str:
 
 def _bool(value: int) -> bool | int:
     """False, True, else the value as a signed 32-bit int (as the JSON shows it)."""
-    return bool(value) if value in (0, 1) else int32(value)
+    return bool(value) if value in (0, 1) else v.int32(value)
 
 
 def _char(data: bytes, codec: str) -> str:

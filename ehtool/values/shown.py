@@ -6,13 +6,7 @@ decode does, and a filter compares a string with that text (``err == "ENOENT(2)"
 
 from __future__ import annotations
 
-from ehtool.values.text import errno_json, time_json
-
-
-def int32(value: int) -> int:
-    """``value``'s low 32 bits as a signed 32-bit int."""
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value & 0x80000000 else value
+from ehtool.values.text import errno_json, int32, time_json
 
 
 class ShownInt(int):

@@ -86,14 +86,19 @@ def hex_bytes(data: Bytes) -> bytes:
     return b'"%s"' % data.hex(" ").encode()
 
 
+def int32(value: int) -> int:
+    """``value``'s low 32 bits as a signed 32-bit int."""
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
 def boolean_json(value: int, size: int = 4) -> bytes:
     """0 false, 1 true, anything else the value as a signed 32-bit decimal."""
     if value == 0:
         return b"false"
     if value == 1:
         return b"true"
-    value &= 0xFFFFFFFF
-    return b"%d" % (value - 0x100000000 if value & 0x80000000 else value)
+    return b"%d" % int32(value)
 
 
 def uuid_json(data: Bytes) -> bytes:
@@ -192,7 +197,7 @@ def errno_json(value: int) -> bytes:
     value &= 0xFFFFFFFF
     if value < 134:
         return ERRNO_JSON[value]
-    return b'"ERRNO(%d)"' % (value - 0x100000000 if value & 0x80000000 else value)
+    return b'"ERRNO(%d)"' % int32(value)
 
 
 # -- time ----------------------------------------------------------------------
@@ -238,8 +243,7 @@ def time_json(seconds: int) -> bytes:
 
 def time32_json(value: int) -> bytes:
     """``time_json`` of a 32-bit value (taken as signed)."""
-    value &= 0xFFFFFFFF
-    return time_json(value - 0x100000000 if value & 0x80000000 else value)
+    return time_json(int32(value))
 
 
 def time64_json(value: int) -> bytes:
