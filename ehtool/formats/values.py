@@ -12,7 +12,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ehtool.formats.tracefs_format import HEX, NONE, SCALAR, SIGNED, STRING, UNSIGNED, FieldFormat
+from ehtool.formats.tracefs_format import (
+    FIXED,
+    HEX,
+    NONE,
+    SCALAR,
+    SIGNED,
+    STRING,
+    UNSIGNED,
+    FieldFormat,
+)
 from ehtool.values.shown import Hex
 
 _CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
@@ -43,8 +52,19 @@ def field_value(f: FieldFormat, raw: bytes | memoryview, big_endian: bool = Fals
 def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | memoryview],
                                                                         object]:
     """``read(raw)``: :func:`field_value` of ``f``, resolved once: a scalar integer is
-    unpacked in place (None when the record ends before it), others by field_value."""
+    unpacked in place (None when the record ends before it), a fixed char array sliced
+    (``""`` when the record ends before its end), others by field_value."""
     size = f.element_size
+    if f.format == STRING and f.array == FIXED and f.size > 0:
+        offset, end = f.offset, f.offset + f.size
+
+        def string(raw: bytes | memoryview) -> object:
+            if end > len(raw):
+                return ""
+            data = bytes(raw[offset:end])
+            nul = data.find(b"\0")
+            return (data if nul < 0 else data[:nul]).decode("latin-1")
+        return string
     if f.array != SCALAR or f.format not in (UNSIGNED, SIGNED, HEX) or size not in (1, 2, 4, 8) \
             or f.size < size:
         return lambda raw: field_value(f, raw, big_endian)
