@@ -246,8 +246,7 @@ class EventFile:
         become events."""
         if self.empty:
             return
-        selection.decimal_pids = self.converter.decimal_pids  # (tested on these values)
-        selection.bind(self.perf)
+        selection.bind(self.perf, decimal_pids=self.converter.decimal_pids)  # (these values)
         convert, fields = self.converter.convert, self.fields
         for batch in self.perf.batches(self.order, nonsample=False):
             for sample in selection.filter_batch(batch):

@@ -220,9 +220,11 @@ class Selection:
         self.seen |= set(report)
         self._unseen -= set(report)
 
-    def bind(self, perf_file: Any | None) -> None:
+    def bind(self, perf_file: Any | None, decimal_pids: bool | None = None) -> None:
         """Before the samples of each input: its PerfDataFile, or None for a .dat
-        capture's (``ehtool.decode.dat_input.dat_batches``; needs ``sample_meta=False``)."""
+        capture's (``ehtool.decode.dat_input.dat_batches``; needs ``sample_meta=False``).
+        ``decimal_pids``: the values tested are those of ``ehtool.open(decimal_pids=)``
+        for this input (None: this selection's own ``decimal_pids``)."""
         from ehtool.events import SampleConverter
 
         if perf_file is None and self.sample_meta:
@@ -233,7 +235,8 @@ class Selection:
         self._window = [0, 0, 0, 0]
         converter = SampleConverter() if perf_file is None else SampleConverter(
             big_endian=perf_file.big_endian, comm_of=perf_file.session.comm,
-            clock=perf_file.session.clock, decimal_pids=self.decimal_pids)
+            clock=perf_file.session.clock,
+            decimal_pids=self.decimal_pids if decimal_pids is None else decimal_pids)
         self._tracefs_fields = converter.tracefs_fields
         self._convert, self._identify = converter.convert, converter.identify
         self._describe = converter.describe

@@ -59,7 +59,8 @@ def test_an_errno_is_an_int_with_its_text(value):
 
 def test_filtered_events_are_tested_as_they_are_read():
     """``open(decimal_pids=True).filtered(selection)`` tests the values it yields (a
-    pid_t as its number), whatever the selection was made with."""
+    pid_t as its number), whatever the selection was made with, and leaves the
+    selection as it was (its own decode goes on showing what it says)."""
     from pathlib import Path
 
     import ehtool
@@ -68,9 +69,11 @@ def test_filtered_events_are_tested_as_they_are_read():
     sched = Path(__file__).resolve().parents[2] / "examples" / "sched.data"
     for decimal, expr, kept in ((True, "next_pid == 18", 1), (True, 'next_pid ~ "0x12"', 0),
                                 (False, 'next_pid ~ "0x12"', 1)):
+        selection = Selection(expr=expr)
         with ehtool.open(sched, decimal_pids=decimal) as f:
-            events = list(f.filtered(Selection(expr=expr)))
+            events = list(f.filtered(selection))
         assert len(events) == kept, (decimal, expr)
+        assert selection.decimal_pids is False
         if events:
             assert type(events[0].fields["next_pid"]) is (int if decimal else Hex)
             assert str(events[0].fields["next_pid"]) == ("18" if decimal else "0x12")
