@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ehtool.errors import InputError
-from ehtool.eventheader.decoder import EventHeaderError, Fields, TypedDecoder, activity_ids
+from ehtool.eventheader.decoder import (
+    EventHeaderError,
+    Fields,
+    TypedDecoder,
+    activity_ids,
+    object_text,
+)
 from ehtool.formats.tracefs_format import FieldFormat, decimal_pid
 from ehtool.formats.values import field_value, value_reader
 
@@ -57,10 +63,15 @@ class Event:
     error: str | None = None
     #: byte offset of the sample record in the input
     offset: int = field(default=0, repr=False)
+    #: the fields as their JSON object by ``ehtool.values.typed_json``, when the events
+    #: were opened for it (``fields_json=True``: the columnar writers' ``fields``); an
+    #: EventHeader event's fields are then this text alone (``fields`` is empty)
+    fields_json: str | None = field(default=None, repr=False)
 
 
 #: ``only`` for a check of the whole event that decodes no field
 _NONE: frozenset[bytes] = frozenset()
+_NO_FIELDS = Fields(())
 
 
 class SampleConverter:
@@ -140,9 +151,12 @@ class SampleConverter:
                         layout.name.keyword)
         return provider, event, None, None
 
-    def convert(self, sample: Any, only: frozenset[str] | None = None) -> Event:
+    def convert(self, sample: Any, only: frozenset[str] | None = None,
+                fields_json: bool = False) -> Event:
         """The event of one :class:`ehtool.perfdata.Sample`; ``only``: just the
-        top-level fields of these names (filters decode no more than they test)."""
+        top-level fields of these names (filters decode no more than they test);
+        ``fields_json``: an EventHeader event's fields as :attr:`Event.fields_json` alone
+        (rendered in C where it can be), not typed (with ``only`` None)."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         meta: dict[str, Any] = {"time": sample.time, "cpu": sample.cpu, "pid": sample.pid,
                                 "tid": sample.tid}
@@ -153,19 +167,25 @@ class SampleConverter:
         raw = sample.raw
         error = None
         if eh_offset is not None:
+            text = None
             try:
-                parts = self.decoder.decode_parts(fmt.name, raw, eh_offset,
-                                                  None if only is None else self._encoded(only))
+                if fields_json:
+                    parts = self.decoder.typed_json_parts(fmt.name, raw, eh_offset)
+                else:
+                    parts = self.decoder.decode_parts(
+                        fmt.name, raw, eh_offset, None if only is None else self._encoded(only))
             except EventHeaderError as exc:
                 parts, error = None, str(exc)
             if parts is not None:
                 layout, act, fields = parts
+                if fields_json:
+                    fields, text = _NO_FIELDS, object_text(fields)
                 meta.update(layout.meta)
                 if act:
                     meta["activity"], meta["related_activity"] = activity_ids(act)
                 return Event(layout.title, layout.name.provider, layout.parsed.event_name,
                              sample.time, meta, fields, sample.desc.name, True, utc, None,
-                             sample.offset)
+                             sample.offset, text)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
         elif only is None:
@@ -194,12 +214,15 @@ class EventFile:
     def __init__(self, path: str | os.PathLike, *, order: str = "time",
                  on_error: Callable[[InputError], None] | None = None,
                  fields: frozenset[str] | None = None,
-                 part: tuple[int, int] | None = None, decimal_pids: bool = False) -> None:
+                 part: tuple[int, int] | None = None, decimal_pids: bool = False,
+                 fields_json: bool = False) -> None:
         from ehtool.perfdata import PerfDataFile
 
         self.path = os.fspath(path)
         self.order = order
         self.fields = fields
+        #: EventHeader fields as :attr:`Event.fields_json` (see ``SampleConverter.convert``)
+        self.fields_json = fields_json and fields is None
         self.perf = PerfDataFile.open(self.path, on_error=on_error)
         self.empty = False
         if part is not None:
@@ -235,9 +258,9 @@ class EventFile:
     def __iter__(self) -> Iterator[Event]:
         if self.empty:
             return
-        convert, fields = self.converter.convert, self.fields
+        convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
         for sample in self.perf.samples(order=self.order):
-            yield convert(sample, fields)
+            yield convert(sample, fields, as_json)
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options
@@ -265,7 +288,8 @@ class EventFile:
 def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.open)
          on_error: Callable[[InputError], None] | None = None,
          fields: Iterable[str] | None = None,
-         part: tuple[int, int] | None = None, decimal_pids: bool = False) -> EventFile:
+         part: tuple[int, int] | None = None, decimal_pids: bool = False,
+         fields_json: bool = False) -> EventFile:
     """Open a perf.data file (file or pipe mode; ``"-"``: standard input) for typed events.
 
     ``order``: ``"time"`` (perf-decode's order) or ``"file"``. ``on_error`` receives
@@ -276,8 +300,10 @@ def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.
     splits it (parts 0..n-1 in turn give every event once, in the same order).
     ``decimal_pids``: tracefs ``pid_t`` fields as signed ints, as ``decode
     --decimal-pids`` shows them (else :class:`ehtool.values.shown.Hex`, as perf-decode
-    shows them: ``0x12``).
+    shows them: ``0x12``). ``fields_json`` (with ``fields`` None): an EventHeader
+    event's fields as the JSON text of the ``fields`` column (:attr:`Event.fields_json`,
+    rendered in C), not typed values.
     """
     return EventFile(path, order=order, on_error=on_error,
                      fields=None if fields is None else frozenset(fields), part=part,
-                     decimal_pids=decimal_pids)
+                     decimal_pids=decimal_pids, fields_json=fields_json)

@@ -28,14 +28,13 @@ error              string                    why an EventHeader tracepoint's eve
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ehtool.errors import InputError, UsageError, combined, input_name
-from ehtool.values.strings import escape_surrogates, utf8_text
-from ehtool.values.text import float64_json
+from ehtool.values.strings import utf8_text
+from ehtool.values.typed_json import json_value, storable
 
 #: rows per record batch (memory stays bounded whatever the input size: a batch is
 #: built from Python values, about 2.4 KB a row for the reference recording's events)
@@ -102,54 +101,8 @@ def schema(columns: list[str] | None = None) -> Any:
     return pa.schema([full.field(n) for n in columns]) if columns else full
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, tuple):  # Fields: a struct
-        return value.to_dict() if hasattr(value, "to_dict") else list(value)
-    if isinstance(value, bytes):
-        return value.hex(" ")
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return str(value)  # uuid.UUID, ipaddress
-
-
 def fields_json(fields: Any) -> str:
     return json_value(fields.to_dict())
-
-
-def json_value(value: Any) -> str:
-    """A typed value as JSON text (the ``fields`` column's rules; NaN and infinities as
-    the strings decode writes, lone surrogates as :func:`storable` keeps them)."""
-    import orjson
-
-    option = orjson.OPT_NON_STR_KEYS
-    try:
-        text = orjson.dumps(value, default=_json_default, option=option)
-    except TypeError:  # orjson.JSONEncodeError: a lone surrogate
-        text = b"null"
-    if b"null" in text:  # orjson writes NaN and infinities as null (rare: check then)
-        text = orjson.dumps(storable(value, floats=True), default=_json_default,
-                            option=option)
-    return text.decode()
-
-
-def storable(value: Any, floats: bool = False) -> Any:
-    """``value`` (a typed value, or :func:`ehtool.analysis.by_event.arrow_value`'s) with
-    what Arrow and JSON text cannot hold as decode shows it: lone surrogates in
-    strings as ``\\udxxx`` text and, with ``floats``, NaN and infinities as decode's
-    JSON strings (``"nan"``, ``"-inf"``...) rather than null."""
-    if isinstance(value, str):
-        return escape_surrogates(value)
-    if isinstance(value, float):
-        if floats and not math.isfinite(value):
-            return float64_json(value).decode().strip('"')  # "nan", "-nan", "inf", "-inf"
-        return value
-    if isinstance(value, dict):
-        return {storable(k): storable(v, floats) for k, v in value.items()}
-    if hasattr(value, "to_dict"):  # Fields: a struct
-        return storable(value.to_dict(), floats)
-    if isinstance(value, (list, tuple)):
-        return [storable(v, floats) for v in value]
-    return value
 
 
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
@@ -180,7 +133,8 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     for path in paths:
         name = utf8_text(input_name(path).encode("utf-8", "surrogateescape"))  # (as JSON)
         try:
-            with open_events(path, fields=only, part=part, on_error=on_error) as events:
+            with open_events(path, fields=only, part=part, on_error=on_error,
+                             fields_json=only is None) as events:
                 for ev in events:
                     evs.append(ev)
                     files.append(name)
@@ -306,7 +260,8 @@ COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
     "activity": lambda files, evs: [_text(ev.meta.get("activity")) for ev in evs],
     "related_activity": lambda files, evs: [_text(ev.meta.get("related_activity"))
                                             for ev in evs],
-    "fields": lambda files, evs: [fields_json(ev.fields) for ev in evs],
+    "fields": lambda files, evs: [fields_json(ev.fields) if ev.fields_json is None
+                                  else ev.fields_json for ev in evs],
     "error": _attribute("error"),
 }
 

@@ -32,6 +32,7 @@ from ehtool.speedups import (
     FX_HEX,
     FX_HEXBYTES,
     FX_PORT,
+    FX_PY,
     FX_SIGNED,
     FX_UNSIGNED,
     OP_ARRAY,
@@ -40,8 +41,10 @@ from ehtool.speedups import (
     OP_STR,
     load,
 )
+from ehtool.values.strings import UTF8_AS_SHOWN
+from ehtool.values.typed_json import json_bytes
 
-__all__ = ["Literals", "native_check", "native_render"]
+__all__ = ["Literals", "native_check", "native_render", "native_typed_json"]
 
 
 class Literals(Protocol):
@@ -64,6 +67,23 @@ class _NoLiterals:
 
     def member_key(self, name: bytes, tag: int, first: bool) -> bytes:
         return b""
+
+
+class _TypedLiterals:
+    """The texts of ``ehtool.values.typed_json`` (orjson's compact JSON): keys as it
+    writes them, no field tags."""
+
+    first = b""
+    sep = b","
+    close_obj = b"}"
+    close_arr = b"]"
+    empty_arr = b"[]"
+    empty_obj = b"{}"
+
+    def member_key(self, name: bytes, tag: int, first: bool) -> bytes:
+        return (b"" if first else b",") + json_bytes(name.decode("utf-8", UTF8_AS_SHOWN)) + b":"
+
+
 class _Unsupported(Exception):
     """The definitions fail every event: the generated Python renderer serves alone."""
 
@@ -78,20 +98,44 @@ def native_check(defs: list[FieldDef], little: bool,
     return None if plan is None else plan.check
 
 
+def native_typed_json(defs: list[FieldDef], little: bool,
+                      fallback: Callable[[bytes, int, int], bytes]) -> Any:
+    """``render(data, p, o)``: the fields of an event's field data as the members of a
+    JSON object by ``ehtool.values.typed_json`` (``,"a":1,"b":"x"``: each one after a
+    comma; ``{`` + all but the first comma + ``}`` is the object), calling ``fallback(data,
+    p, o)`` where the C code cannot finish (it gives the same text, or raises why the
+    event is malformed); None when there is no C renderer for ``defs`` (among them
+    definitions with a name twice in one object: the typed object keeps the first)."""
+    if _names_repeat(defs):
+        return None
+    plan, _ = native_render(defs, little, _TypedLiterals(), fallback, typed=True)
+    return None if plan is None else plan.render
+
+
+def _names_repeat(defs: list[FieldDef]) -> bool:
+    """Whether a name comes twice among the members of one object (as decoded names)."""
+    names = [d.name.decode("utf-8", UTF8_AS_SHOWN) for d in defs]
+    return len(set(names)) < len(names) or any(
+        d.encoding == E.STRUCT and _names_repeat(d.members) for d in defs)
+
+
 def native_render(defs: list[FieldDef], little: bool, style: Literals,
-                  fallback: Callable[[bytes, int, int], bytes]) -> tuple[Any, tuple[int, ...]]:
+                  fallback: Callable[[bytes, int, int], bytes], *,
+                  typed: bool = False) -> tuple[Any, tuple[int, ...]]:
     """The C renderer of ``defs`` (a ``_speedups.Plan``: ``render(data, p, o) -> bytes``,
     and ``check(data, p, o)``, its bounds alone) and, per top-level field, the index in
     its op list of the field's value op (-1 for a struct, whose members' ops follow a
     literal); ``(None, ())`` when the C module is not available or the definitions are
-    better left to ``fallback``."""
+    better left to ``fallback``. ``typed``: each value's JSON by
+    ``ehtool.values.typed_json`` (the rulebook's ``typed_c_kind`` and
+    ``typed_formatter``), not decode's."""
     speedups = load()
     if speedups is None or len(defs) > TOP_LEVEL_FIELD_LIMIT:
         return None, ()
     ops: list[tuple] = []
     starts: list[int] = []
     try:
-        _Compiler(style, little).members(defs, ops, 1, top=True, starts=starts)
+        _Compiler(style, little, typed).members(defs, ops, 1, top=True, starts=starts)
     except _Unsupported:
         return None, ()
     budget = step_budget(defs)  # (the generated code's limit check)
@@ -104,9 +148,10 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
 
 
 class _Compiler:
-    def __init__(self, style: Literals, little: bool) -> None:
+    def __init__(self, style: Literals, little: bool, typed: bool = False) -> None:
         self.style = style
         self.little = little
+        self.typed = typed
 
     def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
                 top: bool = False, starts: list[int] | None = None) -> None:
@@ -162,6 +207,11 @@ class _Compiler:
         """The op of one fixed-size or string value (an element, for arrays), from the
         value's rule (``ehtool.eventheader.kinds``)."""
         size = FIXED_SIZES.get(d.encoding)
+        if size is not None and self.typed:
+            kind = fixed_kind(size, d.format, self.little)
+            if kind.typed_c_kind is not None:
+                return (OP_FIXED, size, kind.typed_c_kind, kind.typed_formatter)
+            return (OP_FIXED, size, FX_PY, kind.typed_formatter)
         if size is not None:
             kind = fixed_kind(size, d.format, self.little)
             # the C code writes what it can; the rest (non-ASCII characters, values whose
@@ -174,6 +224,9 @@ class _Compiler:
         if d.encoding not in UNIT_SIZES:
             raise _Unsupported
         rule = string_kind(d.encoding, d.format, self.little)
+        if self.typed:
+            return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS),
+                    rule.typed_c_flags, rule.typed_formatter)
         return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS), rule.c_flags,
                 rule.json)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ehtool.eventheader.cplan import native_check
+from ehtool.eventheader.cplan import native_check, native_typed_json
 from ehtool.eventheader.enums import (
     EXTENSION_KIND_CHAIN_FLAG,
     HEADER_FLAGS_KNOWN,
@@ -43,6 +43,7 @@ from ehtool.eventheader.grammar import (
 )
 from ehtool.eventheader.kinds import FIXED_SIZES, UNIT_SIZES, ZSTRINGS, fixed_kind, string_kind
 from ehtool.values.strings import UTF8_AS_SHOWN
+from ehtool.values.typed_json import json_bytes
 
 __all__ = ["EventHeaderEvent", "EventHeaderError", "EventLayout", "Fields", "NameInfo",
            "ParsedMetadata", "RawEvent", "TypedDecoder", "activity_ids", "field_extractor",
@@ -254,6 +255,8 @@ class TypedDecoder:
         #: bytes expected after them: [(activity size, expect size, {expect: layout})]
         self._layouts: dict[str, dict[bytes, list[tuple[int, int, dict]]]] = {}
         self._remembered = 0  # layouts in _layouts
+        #: (byte order, metadata) -> the C renderer of the fields' typed JSON, or None
+        self._typed_json: dict[tuple[bool, bytes], Callable[[bytes, int, int], bytes] | None] = {}
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
@@ -322,6 +325,34 @@ class TypedDecoder:
         return layout, act, _Walker(data, layout.little, offset).planned(plan, payload,
                                                                          parsed.budget)
 
+    def typed_json_parts(self, tracepoint_name: str, data: bytes | memoryview, offset: int = 0,
+                         ) -> tuple[EventLayout, bytes | None, bytes] | None:
+        """:meth:`decode_parts` with the fields as the members of their JSON object by
+        ``ehtool.values.typed_json`` (:func:`json_members`), rendered in C where the
+        metadata allows (``cplan.native_typed_json``), else from the typed fields; the
+        same errors."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        found = self._layout(tracepoint_name, data, offset)
+        if found is None:
+            return None
+        layout, act = found
+        parsed = layout.parsed
+        if parsed.read is None:
+            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+        key = (layout.little, layout.metadata)
+        render = self._typed_json.get(key, False)
+        if render is False:
+            if len(self._typed_json) >= self._cache_size:
+                self._typed_json.clear()
+            read = parsed.read
+            render = self._typed_json[key] = native_typed_json(
+                parsed.defs, layout.little, lambda data, p, o: json_members(read(data, p, o)))
+        payload = offset + layout.skip
+        if render is None:
+            return layout, act, json_members(parsed.read(data, payload, offset))
+        return layout, act, render(data, payload, offset)
+
     def _layout(self, tracepoint_name: str, data: bytes,
                 offset: int) -> tuple[EventLayout, bytes | None] | None:
         """The layout of the event at ``data[offset:]`` and its activity ids, or None
@@ -385,6 +416,19 @@ class TypedDecoder:
         else:
             self._metadata.move_to_end(key)
         return hit
+
+
+def json_members(fields: Fields) -> bytes:
+    """The members of ``fields``' JSON object by ``ehtool.values.typed_json``, each after
+    a comma (``,"a":1,"b":"x"``; empty for no field): the text
+    :meth:`TypedDecoder.typed_json_parts` gives."""
+    text = json_bytes(fields.to_dict())
+    return b"," + text[1:-1] if len(text) > 2 else b""
+
+
+def object_text(members: bytes) -> str:
+    """The JSON object of :func:`json_members`' text."""
+    return "{" + members[1:].decode() + "}" if members else "{}"
 
 
 def activity_ids(activity: bytes | None) -> tuple[uuid.UUID | None, uuid.UUID | None]:

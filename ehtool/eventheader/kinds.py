@@ -65,6 +65,7 @@ from ehtool.speedups import (
 from ehtool.values import text as v
 from ehtool.values.shown import Errno, Hex, Seconds
 from ehtool.values.strings import UTF8_AS_SHOWN
+from ehtool.values.typed_json import json_bytes
 
 __all__ = ["FORMAT_KINDS", "KIND_SPECS", "Kind", "StringKind", "fixed_kind",
            "integer_kind", "string_kind", "time_text", "FIXED_SIZES", "UNIT_SIZES", "ZSTRINGS"]
@@ -136,6 +137,9 @@ class _Spec:
     sized_json: bool = False  # ``json(value, size)``
     c_table: tuple[bytes, ...] | None = None  # the C renderer's table of texts (errno)
     c_reads: bool = False  # the C filter programs read its typed value's number
+    #: how the C renderer writes its typed value's JSON (``ehtool.values.typed_json``);
+    #: None: the Python rule does
+    typed_c_kind: int | None = None
 
 
 def _bytes_code(n: int) -> str:
@@ -145,19 +149,24 @@ def _bytes_code(n: int) -> str:
 #: kind -> how it is read, shown and typed
 KIND_SPECS: dict[str, _Spec] = {
     "unsigned": _Spec(_UNSIGNED_CODES.__getitem__, b"%d", None, int, FX_UNSIGNED,
-                      c_reads=True),
-    "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED, c_reads=True),
-    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, Hex, FX_HEX, c_reads=True),
+                      c_reads=True, typed_c_kind=FX_UNSIGNED),
+    "signed": _Spec(_SIGNED_CODES.__getitem__, b"%d", None, int, FX_SIGNED, c_reads=True,
+                    typed_c_kind=FX_SIGNED),
+    "hex": _Spec(_UNSIGNED_CODES.__getitem__, b'"0x%X"', None, Hex, FX_HEX, c_reads=True,
+                 typed_c_kind=FX_UNSIGNED),  # (typed: the number)
     "errno": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.errno_json, Errno, FX_ERRNO,
-                   c_table=v.ERRNO_JSON, c_reads=True),
+                   c_table=v.ERRNO_JSON, c_reads=True, typed_c_kind=FX_SIGNED),
     "time": _Spec(_SIGNED_CODES.__getitem__, b"%s", v.time_json, _time, FX_TIME),
     "bool": _Spec(_UNSIGNED_CODES.__getitem__, b"%s", v.boolean_json, _bool, FX_BOOL,
-                  sized_json=True, c_reads=True),
+                  sized_json=True, c_reads=True, typed_c_kind=FX_BOOL),
     "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT, c_reads=True),
-    "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT, c_reads=True),
+    "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT, c_reads=True,
+                  typed_c_kind=FX_PORT),
     "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP),
-    "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID),
-    "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES),
+    "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID,
+                  typed_c_kind=FX_UUID),
+    "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES,
+                      typed_c_kind=FX_HEXBYTES),
     "char8": _Spec(lambda n: "B", b"%s", None, chr, FX_CHAR),
     "char16": _Spec(_bytes_code, b"%s", None, None, FX_CHAR),
     "char32": _Spec(_bytes_code, b"%s", None, None, FX_CHAR),
@@ -189,6 +198,9 @@ class Kind:
     #: compared with text they leave it to Python), not a float32's, whose value is
     #: :func:`_float32`'s
     c_reads: bool = False
+    #: how the C renderer writes its typed value's JSON (``ehtool.values.typed_json``:
+    #: ``FX_*``), or None when :attr:`typed_formatter` does
+    typed_c_kind: int | None = None
 
     def text(self, value: Any) -> bytes:
         """JSON of a value the rules apply to (see :meth:`value`)."""
@@ -221,6 +233,12 @@ class Kind:
         """The Python value from its ``size`` bytes."""
         return self.typed(self.value(self.struct.unpack(data)[0]))
 
+    @property
+    def typed_formatter(self) -> Callable[[bytes], bytes]:
+        """The JSON of :meth:`python`'s value by ``ehtool.values.typed_json`` (what the C
+        renderer of typed JSON calls for the values it leaves to Python)."""
+        return _typed_formatter(self)
+
     @cached_property
     def reader(self) -> Callable[[bytes, int], object]:
         """``reader(data, pos)``: :meth:`python` of ``data[pos:pos + size]`` without the
@@ -252,6 +270,12 @@ def _formatter(kind: Kind) -> Callable[[bytes], bytes]:
     return lambda data: json(unpack(data)[0])
 
 
+@cache
+def _typed_formatter(kind: Kind) -> Callable[[bytes], bytes]:
+    python = kind.python
+    return lambda data: json_bytes(python(data))
+
+
 def _name(size: int, fmt: int) -> str:
     """The kind of a ``size``-byte value of format ``fmt`` (the reference rules)."""
     if size == 16:
@@ -280,7 +304,7 @@ def fixed_kind(size: int, fmt: int, little: bool) -> Kind:
     float32 = name == "float" and size == 4
     table = v.float32_powers_json() if float32 else spec.c_table
     return Kind(name, size, little, spec.code(size), spec.piece, json, typed, spec.c_kind,
-                table, spec.c_reads and not float32)
+                table, spec.c_reads and not float32, spec.typed_c_kind)
 
 
 def _chars(size: int, big: bool) -> tuple[Callable, Callable]:
@@ -341,6 +365,18 @@ class StringKind:
     typed: Callable[[bytes], object]
     #: what the C renderer may write itself (``ehtool.speedups.STR_*``)
     c_flags: int
+
+    @property
+    def typed_c_flags(self) -> int:
+        """What the C renderer of typed JSON writes itself: printable ASCII (after a
+        BOM) and hex pairs, which ``ehtool.values.typed_json`` writes alike."""
+        return self.c_flags & ~STR_UTF
+
+    @property
+    def typed_formatter(self) -> Callable[[bytes], bytes]:
+        """The JSON of the typed value by ``ehtool.values.typed_json``."""
+        typed = self.typed
+        return lambda data: json_bytes(typed(data))
 
 
 @cache
