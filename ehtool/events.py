@@ -31,10 +31,11 @@ from ehtool.eventheader.decoder import (
     Fields,
     TypedDecoder,
     activity_ids,
+    json_members,
     object_text,
 )
 from ehtool.formats.tracefs_format import FieldFormat, decimal_pid
-from ehtool.formats.values import field_value, value_reader
+from ehtool.formats.values import field_value, typed_json_renderer, value_reader
 
 __all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
 
@@ -89,6 +90,7 @@ class SampleConverter:
         self._names: dict[frozenset[str], frozenset[bytes]] = {}  # ``only`` as bytes
         self._fields: dict[Any, list[tuple[str, Callable[[Any], object]]]] = {}
         self._field_formats: dict[Any, list[FieldFormat]] = {}
+        self._json_renderers: dict[Any, Callable[[bytes], bytes]] = {}
 
     def describe(self, desc: Any) -> tuple[str, str, str, Any, int | None]:
         """(name, provider, event, tracefs format, EventHeader offset or None) of the
@@ -126,6 +128,20 @@ class SampleConverter:
         if hit is None:
             hit = self._fields[desc] = [(f.name, value_reader(f, self.big_endian))
                                         for f in self._formats(desc)]
+        return hit
+
+    def _json_renderer(self, desc: Any) -> Callable[[bytes], bytes]:
+        """The members of the typed JSON object of ``desc``'s tracefs fields
+        (``typed_json_renderer``, or the typed values' Python rule), made once."""
+        hit = self._json_renderers.get(desc)
+        if hit is None:
+            formats = self._formats(desc)
+            readers = [(f.name, value_reader(f, self.big_endian)) for f in formats]
+
+            def typed(raw: bytes) -> bytes:
+                return json_members(Fields([(name, read(raw)) for name, read in readers]))
+            hit = typed_json_renderer(formats, self.big_endian, typed) or typed
+            self._json_renderers[desc] = hit
         return hit
 
     def _encoded(self, names: frozenset[str]) -> frozenset[bytes]:
@@ -186,15 +202,20 @@ class SampleConverter:
                 return Event(layout.title, layout.name.provider, layout.parsed.event_name,
                              sample.time, meta, fields, sample.desc.name, True, utc, None,
                              sample.offset, text)
+        text = None
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
+        elif fields_json and only is None:
+            text = object_text(self._json_renderer(sample.desc)(
+                raw if type(raw) is bytes else bytes(raw)))
+            fields = _NO_FIELDS
         elif only is None:
             fields = Fields([(name, read(raw)) for name, read in self._readers(sample.desc)])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
                              for f in self._formats(sample.desc) if f.name in only])
         return Event(name, provider, event, sample.time, meta, fields,
-                     _tracepoint(sample.desc), False, utc, error, sample.offset)
+                     _tracepoint(sample.desc), False, utc, error, sample.offset, text)
 
 
 def _tracepoint(desc: Any) -> str:

@@ -80,3 +80,43 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
     def scalar(raw: bytes | memoryview) -> object:
         return unpack(raw, offset)[0] if end <= len(raw) else None
     return scalar
+
+
+def typed_json_renderer(fields: list[FieldFormat], big_endian: bool,
+                        fallback: Callable[[bytes], bytes]) -> Callable[[bytes], bytes] | None:
+    """``render(raw)``: the members of the JSON object of the fields' typed values (as
+    :func:`value_reader` reads them) by ``ehtool.values.typed_json``, each after a comma
+    (``,"pid":18``), in C: scalar integers and char arrays read in place, the other
+    fields by their reader and the Python rule; a record shorter than those fields, and
+    one that is not ``bytes``, by ``fallback(raw)`` (the same text). None without the C
+    module, or when a name comes twice (the typed object keeps the first)."""
+    from ehtool import speedups as sp
+    from ehtool.values.typed_json import json_bytes
+
+    speedups = sp.load()
+    if speedups is None or len({f.name for f in fields}) < len(fields):
+        return None
+    ops: list[tuple] = []
+    end = 0
+    for f in fields:
+        ops.append((sp.OP_LIT, b"," + json_bytes(f.name) + b":"))
+        size = f.element_size
+        if (f.array == SCALAR and f.format in (UNSIGNED, SIGNED, HEX) and size in (1, 2, 4, 8)
+                and f.size == size):
+            kind = sp.FX_SIGNED if f.format == SIGNED else sp.FX_UNSIGNED  # (Hex: its number)
+            ops += [(sp.OP_SEEK, f.offset), (sp.OP_FIXED, size, kind, None)]
+        elif f.format == STRING and f.array == FIXED and f.size > 0:
+            ops += [(sp.OP_SEEK, f.offset), (sp.OP_CSTR, f.size, _latin1_json)]
+        else:
+            read = value_reader(f, big_endian)
+            ops.append((sp.OP_CALL, lambda raw, read=read: json_bytes(read(raw))))
+            continue
+        end = max(end, f.offset + f.size)
+    return speedups.Plan(ops, not big_endian, 0, fallback, end).render_record
+
+
+def _latin1_json(data: bytes) -> bytes:
+    """A char array's bytes before its NUL as the JSON of their Latin-1 text."""
+    from ehtool.values.typed_json import json_bytes
+
+    return json_bytes(data.decode("latin-1"))

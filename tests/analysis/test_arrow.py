@@ -20,6 +20,33 @@ def test_projected_reader_agrees_with_the_full_one():
     assert some == [{k: d[k] for k in ("provider", "event", "level")} for d in full]
 
 
+def test_the_fields_column_is_the_typed_fields_json():
+    """The fields column, rendered in C from the records (EventHeader and tracefs
+    events), is ``ehtool.values.typed_json`` of each event's typed fields, on every
+    recording here and the reference one (its malformed events too)."""
+    import ehtool
+    from ehtool.analysis.arrow import fields_json, record_batches
+    from golden import golden_path
+
+    paths = sorted(str(p) for p in (REPO / "tests" / "data").glob("*.data"))
+    paths += [str(REPO / "examples" / "eventheader.data"), str(REPO / "examples" / "sched.data")]
+    reference = golden_path("linuxtracepoints/perf.data")
+    if reference.exists():
+        paths.append(str(reference))
+    rows = 0
+    for path in paths:
+        try:
+            with ehtool.open(path, on_error=lambda err: None) as events:
+                want = [fields_json(ev.fields) for ev in events]
+        except ehtool.InputError:
+            continue  # (cut on purpose: its rows are those before the cut, compared below)
+        got = [v for b in record_batches([path], ["fields"], on_error=lambda err: None)
+               for v in b.column("fields").to_pylist()]
+        assert got == want, path
+        rows += len(got)
+    assert rows > 500
+
+
 @pytest.mark.parametrize("name", ["examples/sched.data", "tests/data/sched-612.data",
                                   "examples/eventheader.data", "tests/data/sched-pipe.data",
                                   "tests/data/sched-z.data"])

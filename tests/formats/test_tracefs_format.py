@@ -255,3 +255,39 @@ def test_value_readers_read_as_field_value_does(corpus):
                     raw = rng.randbytes(max(length, 0))
                     assert repr(read(raw)) == repr(field_value(x, raw, big)), (entry, x.name)
     assert fast > 10_000 and strings > 100  # (the in-place readers were the ones compared)
+
+
+def test_typed_json_renderers_write_the_python_rule(corpus):
+    """``typed_json_renderer`` (the ``fields`` column of tracefs events, in C) writes
+    what ``ehtool.values.typed_json`` writes of the fields' typed values, on every real
+    format (common fields too), in both byte orders, for records cut anywhere and
+    records with every byte value in their char arrays and numbers."""
+    import random
+
+    from ehtool.eventheader.decoder import Fields, json_members
+    from ehtool.formats.values import typed_json_renderer, value_reader
+    from impl import require_speedups
+
+    require_speedups()
+    rng = random.Random(3)
+    rendered = 0
+    for entry in corpus:
+        f = fmt(corpus, entry)
+        for fields in (f.fields, f.common_fields + f.fields):
+            end = max((x.offset + max(x.size, 1) for x in fields), default=0)
+            for big in (False, True):
+                readers = [(x.name, value_reader(x, big)) for x in fields]
+
+                def typed(raw, readers=readers):
+                    return json_members(Fields([(n, read(raw)) for n, read in readers]))
+                render = typed_json_renderer(fields, big, typed)
+                if render is None:
+                    assert len({x.name for x in fields}) < len(fields), entry
+                    continue
+                for length in {0, end // 2, end - 1, end, end + 9, rng.randrange(end + 64)}:
+                    for printable in (False, True):
+                        raw = bytes(rng.choice(b"aZ ~\"\\\0" if printable else range(256))
+                                    for _ in range(max(length, 0)))
+                        assert render(raw) == typed(raw), (entry, big, length)
+                        rendered += length >= end
+    assert rendered > 10_000
