@@ -301,16 +301,11 @@ class TypedDecoder:
                      only: frozenset[bytes] | None = None,
                      ) -> tuple[EventLayout, bytes | None, Fields] | None:
         """:meth:`decode` without the object: ``(layout, activity ids, fields)``."""
-        if type(data) is not bytes:
-            data = bytes(data)
-        found = self._layout(tracepoint_name, data, offset)
+        found = self._payload(tracepoint_name, data, offset)
         if found is None:
             return None
-        layout, act = found
+        layout, act, data, payload = found
         parsed = layout.parsed
-        if parsed.read is None:
-            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
-        payload = offset + layout.skip
         if only is None:
             return layout, act, parsed.read(data, payload, offset)
         if not only and parsed.check is not None:  # no field: the event checked whole
@@ -331,15 +326,11 @@ class TypedDecoder:
         ``ehtool.values.typed_json`` (:func:`json_members`), rendered in C where the
         metadata allows (``cplan.native_typed_json``), else from the typed fields; the
         same errors."""
-        if type(data) is not bytes:
-            data = bytes(data)
-        found = self._layout(tracepoint_name, data, offset)
+        found = self._payload(tracepoint_name, data, offset)
         if found is None:
             return None
-        layout, act = found
+        layout, act, data, payload = found
         parsed = layout.parsed
-        if parsed.read is None:
-            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
         key = (layout.little, layout.metadata)
         render = self._typed_json.get(key, False)
         if render is False:
@@ -348,10 +339,24 @@ class TypedDecoder:
             read = parsed.read
             render = self._typed_json[key] = native_typed_json(
                 parsed.defs, layout.little, lambda data, p, o: json_members(read(data, p, o)))
-        payload = offset + layout.skip
         if render is None:
             return layout, act, json_members(parsed.read(data, payload, offset))
         return layout, act, render(data, payload, offset)
+
+    def _payload(self, tracepoint_name: str, data: bytes | memoryview, offset: int,
+                 ) -> tuple[EventLayout, bytes | None, bytes, int] | None:
+        """``(layout, activity ids, data as bytes, offset of the field data)`` of the event
+        at ``data[offset:]``, None when it is not EventHeader; EventHeaderError past
+        TOP_LEVEL_FIELD_LIMIT top-level fields."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        found = self._layout(tracepoint_name, data, offset)
+        if found is None:
+            return None
+        layout, act = found
+        if layout.parsed.read is None:
+            raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
+        return layout, act, data, offset + layout.skip
 
     def _layout(self, tracepoint_name: str, data: bytes,
                 offset: int) -> tuple[EventLayout, bytes | None] | None:

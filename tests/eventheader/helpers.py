@@ -79,6 +79,26 @@ def reference_events() -> list[tuple[str, bytes, int]]:
             + recorded(golden_path("linuxtracepoints/perf.data")) + recorded(example))
 
 
+def mutated_event(rng, events: list[tuple[str, bytes, int]]) -> tuple[str, bytes, int]:
+    """One of ``events`` mutated: anywhere (header, extensions) 30% of the time, else in
+    its field data (bytes changed, the data cut)."""
+    from fuzz.harness import mutate
+
+    from ehtool.eventheader.decoder import parse_name, read_event
+
+    name, data, offset = rng.choice(events)
+    if rng.random() < 0.3:
+        return name, mutate(rng, data[offset:]), 0
+    start = read_event(parse_name(name), data, offset).payload
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.3 and len(buf) > start + 1:
+            del buf[rng.randrange(start, len(buf)):]
+        elif len(buf) > start:
+            buf[rng.randrange(start, len(buf))] = rng.randrange(256)
+    return name, bytes(buf), offset
+
+
 def recording(path, payloads: list[bytes], rounds: int = 1) -> None:
     """A perf.data at ``path`` of one sample of ``user_events:MyProvider_L5K1`` per
     EventHeader event in ``payloads`` (its metadata and first sample from

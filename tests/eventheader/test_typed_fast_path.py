@@ -16,7 +16,6 @@ import random
 import uuid
 
 import pytest
-from fuzz.harness import mutate
 
 from ehtool.eventheader.decoder import (
     TOP_LEVEL_FIELD_LIMIT,
@@ -29,7 +28,7 @@ from ehtool.eventheader.decoder import (
 from ehtool.eventheader.grammar import parse_metadata, step_budget
 from ehtool.values.strings import UTF8_AS_SHOWN
 
-from .helpers import reference_events
+from .helpers import mutated_event, reference_events
 
 
 @pytest.fixture(scope="module")
@@ -91,19 +90,7 @@ def test_mutated_events(events, seed):
         _check(typed, *one)  # the originals remembered: mutations meet their layouts
     outcomes = {True: 0, False: 0}
     for _ in range(3000):
-        name, data, offset = rng.choice(events)
-        if rng.random() < 0.3:
-            data, offset = mutate(rng, data[offset:]), 0  # anywhere: header, extensions
-        else:  # the field data: bytes changed, cut
-            start = read_event(parse_name(name), data, offset).payload
-            data = bytearray(data)
-            for _ in range(rng.randint(1, 3)):
-                if rng.random() < 0.3 and len(data) > start + 1:
-                    del data[rng.randrange(start, len(data)):]
-                elif len(data) > start:
-                    data[rng.randrange(start, len(data))] = rng.randrange(256)
-            data = bytes(data)
-        outcomes[_check(typed, name, data, offset)] += 1
+        outcomes[_check(typed, *mutated_event(rng, events))] += 1
     assert outcomes[True] > 1000 and outcomes[False] > 300, outcomes
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from fuzz.harness import mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,15 +17,13 @@ from ehtool.eventheader.decoder import (
     TypedDecoder,
     json_members,
     object_text,
-    parse_name,
-    read_event,
 )
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.values.typed_json import json_value
 from impl import require_speedups
 
-from .helpers import event, fd, reference_events
+from .helpers import event, fd, mutated_event, reference_events
 from .test_properties import field_defs
 
 
@@ -72,19 +69,7 @@ def test_every_reference_event_and_mutations():
     assert kinds["ok"] > 600 and native(typed) > 250, (kinds, native(typed))
     rng = random.Random(5)
     for _ in range(4000):
-        name, data, offset = rng.choice(events)
-        if rng.random() < 0.3:
-            data, offset = mutate(rng, data[offset:]), 0
-        else:  # the field data: bytes changed, cut
-            start = read_event(parse_name(name), data, offset).payload
-            buf = bytearray(data)
-            for _ in range(rng.randint(1, 3)):
-                if rng.random() < 0.3 and len(buf) > start + 1:
-                    del buf[rng.randrange(start, len(buf)):]
-                elif len(buf) > start:
-                    buf[rng.randrange(start, len(buf))] = rng.randrange(256)
-            data = bytes(buf)
-        kind = same(typed, name, data, offset)
+        kind = same(typed, *mutated_event(rng, events))
         kinds[kind] = kinds.get(kind, 0) + 1
     assert kinds.get("error", 0) > 300, kinds
 
