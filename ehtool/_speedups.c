@@ -171,7 +171,7 @@ enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CH
        FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8, FX_ERRNO = 9, FX_TIME = 10, FX_FLOAT = 11,
        FX_IP = 12 };
 /* STR flags */
-enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4, STR_UTF = 8 };
+enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4, STR_UTF = 8, STR_SURROGATE_TEXT = 16 };
 
 typedef struct {
     int op;
@@ -180,7 +180,9 @@ typedef struct {
     int fast;        /* STR: STR_ASCII: printable ASCII renders as itself between quotes;
                         STR_BOM: after a leading BOM, which picks the unit size and order;
                         STR_HEX: the bytes as hex pairs (output.values.hex_bytes);
-                        STR_UTF: UTF-8/16/32 text written here too (put_utf8, put_units) */
+                        STR_UTF: UTF-8/16/32 text written here too (put_utf8, put_units);
+                        STR_SURROGATE_TEXT: with it, a lone surrogate as the text \\udxxx
+                        (values.typed_json's rule), not as the JSON escape \udxxx */
     int count;       /* ARRAY: constant count, 0 when it is in the payload; SEEK: offset */
     int per;         /* ARRAY: MoveNext steps per element (structs), 0 otherwise */
     Py_ssize_t body; /* ARRAY: number of ops of the element, which follow */
@@ -476,10 +478,10 @@ put_ip(Out *o, const unsigned char *q, int size)
  * escaped (``\b \t \n \f \r``, else ``\u00xx``), lone surrogates as ``\udxxx``, the rest
  * as UTF-8. */
 static inline int
-put_code_point(Out *o, uint32_t cp)
+put_code_point(Out *o, uint32_t cp, int surrogate_text)
 {
     static const char digits[] = "0123456789abcdef";
-    char b[6];
+    char b[7];
     int n;
     if (cp < 0x80) {
         if (plain_char(cp) || cp == 0x7f) {
@@ -502,10 +504,14 @@ put_code_point(Out *o, uint32_t cp)
     else if (cp < 0x800) {
         b[0] = (char)(0xC0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
     }
-    else if (cp >= 0xD800 && cp <= 0xDFFF) {
-        b[0] = '\\', b[1] = 'u', b[2] = digits[cp >> 12], b[3] = digits[(cp >> 8) & 15];
-        b[4] = digits[(cp >> 4) & 15], b[5] = digits[cp & 15];
-        n = 6;
+    else if (cp >= 0xD800 && cp <= 0xDFFF) { /* \udxxx, or its text: \\udxxx */
+        char *w = b;
+        *w++ = '\\';
+        if (surrogate_text)
+            *w++ = '\\';
+        *w++ = 'u', *w++ = digits[cp >> 12], *w++ = digits[(cp >> 8) & 15];
+        *w++ = digits[(cp >> 4) & 15], *w++ = digits[cp & 15];
+        n = (int)(w - b);
     }
     else if (cp < 0x10000) {
         b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
@@ -528,7 +534,8 @@ put_code_point(Out *o, uint32_t cp)
  * combine, lone surrogates are escaped, UTF-32 units above U+10FFFF are U+FFFD; unit 1
  * is Latin-1 (latin1_json). */
 static int
-put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
+put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little,
+          int surrogate_text)
 {
     Py_ssize_t count = n / unit;
     if (out_reserve(o, count + 2) < 0 || out_put(o, "\"", 1) < 0)
@@ -542,7 +549,7 @@ put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
                 i++;
             }
         }
-        if (put_code_point(o, cp) < 0)
+        if (put_code_point(o, cp, surrogate_text) < 0)
             return FAIL_PY;
     }
     return out_put(o, "\"", 1) < 0 ? FAIL_PY : OK;
@@ -553,7 +560,7 @@ put_units(Out *o, const unsigned char *q, Py_ssize_t n, int unit, int little)
  * other byte that starts no valid sequence is its Latin-1 character, and decoding goes
  * on at the next byte (ehtool.values.strings._utf8_error). */
 static int
-put_utf8(Out *o, const unsigned char *q, Py_ssize_t n)
+put_utf8(Out *o, const unsigned char *q, Py_ssize_t n, int surrogate_text)
 {
     if (out_reserve(o, n + 2) < 0 || out_put(o, "\"", 1) < 0)
         return FAIL_PY;
@@ -583,7 +590,7 @@ put_utf8(Out *o, const unsigned char *q, Py_ssize_t n)
                 len = 4;
             }
         }
-        if (put_code_point(o, cp) < 0)
+        if (put_code_point(o, cp, surrogate_text) < 0)
             return FAIL_PY;
         i += len;
     }
@@ -652,7 +659,7 @@ run_fixed(Ctx *c, const Op *op)
             rc = out_put(c->out, text, 3) < 0 ? FAIL_PY : OK;
         }
         else if (size == 1 || size == 2 || size == 4) { /* Latin-1, UTF-16, UTF-32 */
-            rc = put_units(c->out, q, size, size, c->little);
+            rc = put_units(c->out, q, size, size, c->little, 0);
         }
         else {
             rc = call_formatter(c, op->obj, c->p, size);
@@ -785,8 +792,9 @@ run_string(Ctx *c, const Op *op)
         }
         rc = try_ascii(c, unit, little, text, chars, &done);
         if (rc == OK && !done && op->fast & STR_UTF) {
-            rc = unit == 1 ? put_utf8(c->out, c->data + text, chars)
-                           : put_units(c->out, c->data + text, chars, unit, little);
+            int as_text = (op->fast & STR_SURROGATE_TEXT) != 0;
+            rc = unit == 1 ? put_utf8(c->out, c->data + text, chars, as_text)
+                           : put_units(c->out, c->data + text, chars, unit, little, as_text);
             done = 1;
         }
         if (rc != OK || done) {
@@ -3468,7 +3476,7 @@ PyInit__speedups(void)
     EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID) EXPORT(FX_ERRNO)
     EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
-    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF)
+    EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF) EXPORT(STR_SURROGATE_TEXT)
     EXPORT(SRC_MISSING) EXPORT(SRC_CONST) EXPORT(SRC_SAMPLE) EXPORT(SRC_FIELD) EXPORT(SRC_RECORD)
     EXPORT(SRC_COMM)
     EXPORT(RD_FIXED) EXPORT(RD_UTF8) EXPORT(RD_LATIN1) EXPORT(RD_ARRAY)

@@ -16,7 +16,7 @@ OP_LIT, OP_FIXED, OP_STR, OP_ARRAY, OP_SEEK, OP_CSTR, OP_CALL = range(7)
 (FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_PY, FX_CHAR, FX_BOOL, FX_HEXBYTES,
  FX_UUID, FX_ERRNO, FX_TIME, FX_FLOAT, FX_IP) = range(13)
 # ... and what OP_STR may write itself (flags)
-STR_ASCII, STR_BOM, STR_HEX, STR_UTF = 1, 2, 4, 8
+STR_ASCII, STR_BOM, STR_HEX, STR_UTF, STR_SURROGATE_TEXT = 1, 2, 4, 8, 16
 # the meta time modes of ``_speedups.Formatter`` (ehtool/render/times.py)
 TIME_PERF, TIME_NS, TIME_REL, TIME_DELTA = range(4)
 

@@ -60,6 +60,7 @@ from ehtool.speedups import (
     STR_ASCII,
     STR_BOM,
     STR_HEX,
+    STR_SURROGATE_TEXT,
     STR_UTF,
 )
 from ehtool.values import text as v
@@ -368,9 +369,9 @@ class StringKind:
 
     @property
     def typed_c_flags(self) -> int:
-        """What the C renderer of typed JSON writes itself: printable ASCII (after a
-        BOM) and hex pairs, which ``ehtool.values.typed_json`` writes alike."""
-        return self.c_flags & ~STR_UTF
+        """What the C renderer of typed JSON writes itself: what it writes of decode's
+        JSON, a lone surrogate as the text ``\\udxxx`` (``ehtool.values.typed_json``)."""
+        return self.c_flags | STR_SURROGATE_TEXT if self.c_flags & STR_UTF else self.c_flags
 
     @property
     def typed_formatter(self) -> Callable[[bytes], bytes]:

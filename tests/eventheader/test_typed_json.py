@@ -83,21 +83,22 @@ def test_random_layouts_and_payloads(defs, payload, little):
 @pytest.mark.parametrize("little", [True, False])
 def test_values_whose_typed_json_is_not_decode_json(little):
     """Hex values and errnos are numbers, times ISO text, names untagged, control
-    characters and non-ASCII text as orjson writes them; a name twice keeps the
-    first (no C renderer for such metadata)."""
+    characters and non-ASCII text as orjson writes them, a lone surrogate as its text
+    ``\\ud800``; a name twice keeps the first (no C renderer for such metadata)."""
     order = "little" if little else "big"
     typed = TypedDecoder()
     defs = [fd(b"h", E.VALUE32, F.HEX_INT, tag=5), fd(b"e", E.VALUE32, F.ERRNO),
             fd(b"t", E.VALUE64, F.TIME), fd(b"s", E.ZSTRING_CHAR8, F.STRING_UTF),
-            fd(b"c", E.VALUE16, F.STRING_UTF), fd(b"n\xc3\xa9", E.VALUE8)]
+            fd(b"c", E.VALUE16, F.STRING_UTF), fd(b"n\xc3\xa9", E.VALUE8),
+            fd(b"w", E.ZSTRING_CHAR16)]
     payload = ((0xABCD).to_bytes(4, order) + (2).to_bytes(4, order)
                + (86400).to_bytes(8, order) + "a\x01\"é\0".encode() + (0xE9).to_bytes(2, order)
-               + b"\x07")
+               + b"\x07" + b"".join(u.to_bytes(2, order) for u in (0xD800, 0xE9, 0)))
     same(typed, "P_L5K1", event(defs, payload, little=little))
     text = object_text(typed.typed_json_parts("P_L5K1", event(defs, payload,
                                                                 little=little))[2])
     assert text == ('{"h":43981,"e":2,"t":"1970-01-02T00:00:00+00:00",'
-                    '"s":"a\\u0001\\"é","c":"é","né":7}')
+                    '"s":"a\\u0001\\"é","c":"é","né":7,"w":"\\\\ud800é"}')
     assert native(typed) == 1
     twice = [fd(b"x", E.VALUE8), fd(b"x", E.VALUE8)]
     same(typed, "P_L5K1", event(twice, b"\x01\x02", little=little))
