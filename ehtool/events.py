@@ -185,7 +185,7 @@ class SampleConverter:
         if eh_offset is not None:
             text = None
             try:
-                if fields_json:
+                if fields_json and only is None:
                     parts = self.decoder.typed_json_parts(fmt.name, raw, eh_offset)
                 else:
                     parts = self.decoder.decode_parts(
@@ -194,7 +194,7 @@ class SampleConverter:
                 parts, error = None, str(exc)
             if parts is not None:
                 layout, act, fields = parts
-                if fields_json:
+                if fields_json and only is None:
                     fields, text = _NO_FIELDS, object_text(fields)
                 meta.update(layout.meta)
                 if act:

@@ -41,7 +41,7 @@ from ehtool.speedups import (
     OP_STR,
     load,
 )
-from ehtool.values.strings import UTF8_AS_SHOWN
+from ehtool.values.strings import UTF8_AS_SHOWN, escape_surrogates
 from ehtool.values.typed_json import json_bytes
 
 __all__ = ["Literals", "native_check", "native_render", "native_typed_json"]
@@ -113,8 +113,9 @@ def native_typed_json(defs: list[FieldDef], little: bool,
 
 
 def _names_repeat(defs: list[FieldDef]) -> bool:
-    """Whether a name comes twice among the members of one object (as decoded names)."""
-    names = [d.name.decode("utf-8", UTF8_AS_SHOWN) for d in defs]
+    """Whether a name comes twice among the members of one object (as the typed rule
+    writes names: a lone surrogate as its text ``\\udxxx``)."""
+    names = [escape_surrogates(d.name.decode("utf-8", UTF8_AS_SHOWN)) for d in defs]
     return len(set(names)) < len(names) or any(
         d.encoding == E.STRUCT and _names_repeat(d.members) for d in defs)
 
@@ -134,9 +135,12 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
         return None, ()
     ops: list[tuple] = []
     starts: list[int] = []
+    compiler = _Compiler(style, little, typed)
     try:
-        _Compiler(style, little, typed).members(defs, ops, 1, top=True, starts=starts)
+        compiler.members(defs, ops, 1, top=True, starts=starts)
     except _Unsupported:
+        return None, ()
+    if compiler.python_values > TYPED_PYTHON_VALUES:
         return None, ()
     budget = step_budget(defs)  # (the generated code's limit check)
     if budget is None or budget < 0:
@@ -147,11 +151,20 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
             tuple(moved.get(i, -1) for i in starts))
 
 
+#: a typed JSON plan is made only when an event's values that the Python rule writes
+#: (floats, times, IP addresses, characters, sized strings: each a call from C) are at
+#: most this many, none of them in an array: one typed decode and one orjson call for
+#: the event are cheaper than more such calls (a float64[16]: 2.2 times as long)
+TYPED_PYTHON_VALUES = 4
+
+
 class _Compiler:
     def __init__(self, style: Literals, little: bool, typed: bool = False) -> None:
         self.style = style
         self.little = little
         self.typed = typed
+        #: the values of the typed plan written by the Python rule (arrays: unsupported)
+        self.python_values = 0
 
     def members(self, defs: list[FieldDef], ops: list[tuple], depth: int,
                 top: bool = False, starts: list[int] | None = None) -> None:
@@ -189,6 +202,7 @@ class _Compiler:
         n = d.array
         body: list[tuple] = []
         per = 0
+        before = self.python_values
         if d.encoding == E.STRUCT:
             if depth > STRUCT_NESTING_LIMIT:
                 raise _Unsupported
@@ -201,6 +215,8 @@ class _Compiler:
                 _literal(body, s.empty_obj)
         else:
             body.append(self.scalar(d))
+        if self.python_values > before:
+            raise _Unsupported  # (typed: a call from C per element)
         ops.append((OP_ARRAY, n, per, body, b"[" + s.first, s.sep, s.close_arr, s.empty_arr))
 
     def scalar(self, d: FieldDef) -> tuple:
@@ -211,6 +227,7 @@ class _Compiler:
             kind = fixed_kind(size, d.format, self.little)
             if kind.typed_c_kind is not None:
                 return (OP_FIXED, size, kind.typed_c_kind, kind.typed_formatter)
+            self.python_values += 1
             return (OP_FIXED, size, FX_PY, kind.typed_formatter)
         if size is not None:
             kind = fixed_kind(size, d.format, self.little)
@@ -225,6 +242,7 @@ class _Compiler:
             raise _Unsupported
         rule = string_kind(d.encoding, d.format, self.little)
         if self.typed:
+            self.python_values += not rule.typed_c_flags
             return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS),
                     rule.typed_c_flags, rule.typed_formatter)
         return (OP_STR, UNIT_SIZES[d.encoding], int(d.encoding in ZSTRINGS), rule.c_flags,

@@ -30,16 +30,27 @@ def _default(value: Any) -> Any:
 
 def json_bytes(value: Any) -> bytes:
     """A typed value as JSON text (the rule above), UTF-8."""
-    import orjson
-
-    option = orjson.OPT_NON_STR_KEYS
+    dumps = _dumps or _load()
     try:
-        text = orjson.dumps(value, default=_default, option=option)
+        text = dumps(value, default=_default, option=_OPTION)
     except TypeError:  # orjson.JSONEncodeError: a lone surrogate
         text = b"null"
     if b"null" in text:  # orjson writes NaN and infinities as null (rare: check then)
-        text = orjson.dumps(storable(value, floats=True), default=_default, option=option)
+        text = dumps(storable(value, floats=True), default=_default, option=_OPTION)
     return text
+
+
+_dumps: Any = None  # orjson.dumps, imported at the first use (start-up stays short)
+_OPTION = 4  # orjson.OPT_NON_STR_KEYS (checked by _load)
+
+
+def _load() -> Any:
+    global _dumps
+    import orjson
+
+    assert orjson.OPT_NON_STR_KEYS == _OPTION
+    _dumps = orjson.dumps
+    return _dumps
 
 
 def json_value(value: Any) -> str:
@@ -58,8 +69,11 @@ def storable(value: Any, floats: bool = False) -> Any:
         if floats and not math.isfinite(value):
             return float64_json(value).decode().strip('"')  # "nan", "-nan", "inf", "-inf"
         return value
-    if isinstance(value, dict):
-        return {storable(k): storable(v, floats) for k, v in value.items()}
+    if isinstance(value, dict):  # (keys that become one: the first)
+        out: dict = {}
+        for k, v in value.items():
+            out.setdefault(storable(k), storable(v, floats))
+        return out
     if hasattr(value, "to_dict"):  # Fields: a struct
         return storable(value.to_dict(), floats)
     if isinstance(value, (list, tuple)):
