@@ -163,7 +163,7 @@ KIND_SPECS: dict[str, _Spec] = {
     "float": _Spec({4: "f", 8: "d"}.__getitem__, b"%s", None, None, FX_FLOAT, c_reads=True),
     "port": _Spec(lambda n: "H", b"%d", None, int, FX_PORT, c_reads=True,
                   typed_c_kind=FX_PORT),
-    "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP),
+    "ip": _Spec(_bytes_code, b"%s", None, None, FX_IP, typed_c_kind=FX_IP),  # (its text)
     "uuid": _Spec(_bytes_code, b"%s", v.uuid_json, lambda b: uuid.UUID(bytes=bytes(b)), FX_UUID,
                   typed_c_kind=FX_UUID),
     "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES,
