@@ -65,8 +65,9 @@ class Event:
     #: byte offset of the sample record in the input
     offset: int = field(default=0, repr=False)
     #: the fields as their JSON object by ``ehtool.values.typed_json``, when the events
-    #: were opened for it (``fields_json=True``: the columnar writers' ``fields``); an
-    #: EventHeader event's fields are then this text alone (``fields`` is empty)
+    #: were opened for it (``fields_json=True``: the columnar writers' ``fields``); the
+    #: fields are then this text alone (``fields`` is empty; a tracepoint without a
+    #: format keeps its ``raw`` field instead)
     fields_json: str | None = field(default=None, repr=False)
 
 
@@ -171,8 +172,8 @@ class SampleConverter:
                 fields_json: bool = False) -> Event:
         """The event of one :class:`ehtool.perfdata.Sample`; ``only``: just the
         top-level fields of these names (filters decode no more than they test);
-        ``fields_json``: an EventHeader event's fields as :attr:`Event.fields_json` alone
-        (rendered in C where it can be), not typed (with ``only`` None)."""
+        ``fields_json`` (with ``only`` None): the fields as :attr:`Event.fields_json` alone
+        (rendered in C where it can be), not typed."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         meta: dict[str, Any] = {"time": sample.time, "cpu": sample.cpu, "pid": sample.pid,
                                 "tid": sample.tid}
@@ -242,7 +243,7 @@ class EventFile:
         self.path = os.fspath(path)
         self.order = order
         self.fields = fields
-        #: EventHeader fields as :attr:`Event.fields_json` (see ``SampleConverter.convert``)
+        #: the fields as :attr:`Event.fields_json` (see ``SampleConverter.convert``)
         self.fields_json = fields_json and fields is None
         self.perf = PerfDataFile.open(self.path, on_error=on_error)
         self.empty = False
@@ -321,9 +322,9 @@ def open(path: str | os.PathLike, *, order: str = "time",  # noqa: A001 (ehtool.
     splits it (parts 0..n-1 in turn give every event once, in the same order).
     ``decimal_pids``: tracefs ``pid_t`` fields as signed ints, as ``decode
     --decimal-pids`` shows them (else :class:`ehtool.values.shown.Hex`, as perf-decode
-    shows them: ``0x12``). ``fields_json`` (with ``fields`` None): an EventHeader
-    event's fields as the JSON text of the ``fields`` column (:attr:`Event.fields_json`,
-    rendered in C), not typed values.
+    shows them: ``0x12``). ``fields_json`` (with ``fields`` None): the fields as the JSON
+    text of the ``fields`` column (:attr:`Event.fields_json`, rendered in C), not typed
+    values.
     """
     return EventFile(path, order=order, on_error=on_error,
                      fields=None if fields is None else frozenset(fields), part=part,

@@ -25,8 +25,10 @@ generated Python renderer (``Kind.code``, ``Kind.piece``, ``Kind.json``,
 :attr:`Kind.swapped`), the C op compiler (``Kind.c_kind``, ``StringKind.c_flags``),
 the tracefs field renderer (:func:`integer_kind`), the typed decoder
 (``Kind.typed``, ``StringKind.typed``) and its field extractor for filters
-(:attr:`Kind.reader`). Adding a FieldFormat is one row in :data:`FORMAT_KINDS`
-(and a :data:`KIND_SPECS` entry if it needs a new kind).
+(:attr:`Kind.reader`), and the C renderer of the typed values' JSON, the ``fields``
+column (``Kind.typed_c_kind``, ``StringKind.typed_c_flags``, their ``typed_formatter``).
+Adding a FieldFormat is one row in :data:`FORMAT_KINDS` (and a :data:`KIND_SPECS` entry
+if it needs a new kind).
 """
 
 from __future__ import annotations
