@@ -271,14 +271,11 @@ class TypedDecoder:
         """What an event is without decoding its fields: (name info, header parts,
         event name), or None when it is not EventHeader. Raises EventHeaderError for
         malformed metadata."""
-        if type(data) is not bytes:
-            data = bytes(data)
-        found = self._layout(tracepoint_name, data, offset)
+        found = self._payload(tracepoint_name, data, offset, whole=False)
         if found is None:
             return None
-        layout, activity = found
-        raw = RawEvent(layout.little, layout.header, layout.metadata, activity,
-                       offset + layout.skip)
+        layout, activity, _, payload = found
+        raw = RawEvent(layout.little, layout.header, layout.metadata, activity, payload)
         return layout.name, raw, layout.parsed.event_name
 
     def decode(self, tracepoint_name: str, data: bytes | memoryview,
@@ -344,17 +341,17 @@ class TypedDecoder:
         return layout, act, render(data, payload, offset)
 
     def _payload(self, tracepoint_name: str, data: bytes | memoryview, offset: int,
-                 ) -> tuple[EventLayout, bytes | None, bytes, int] | None:
+                 whole: bool = True) -> tuple[EventLayout, bytes | None, bytes, int] | None:
         """``(layout, activity ids, data as bytes, offset of the field data)`` of the event
-        at ``data[offset:]``, None when it is not EventHeader; EventHeaderError past
-        TOP_LEVEL_FIELD_LIMIT top-level fields."""
+        at ``data[offset:]``, None when it is not EventHeader; with ``whole`` (its fields
+        are to be read), EventHeaderError past TOP_LEVEL_FIELD_LIMIT top-level fields."""
         if type(data) is not bytes:
             data = bytes(data)
         found = self._layout(tracepoint_name, data, offset)
         if found is None:
             return None
         layout, act = found
-        if layout.parsed.read is None:
+        if whole and layout.parsed.read is None:
             raise EventHeaderError(f"more than {TOP_LEVEL_FIELD_LIMIT} top-level fields")
         return layout, act, data, offset + layout.skip
 
