@@ -169,7 +169,7 @@ out_put_hex(Out *o, uint64_t v) /* "0x%X" with the quotes */
 enum { OP_LIT = 0, OP_FIXED = 1, OP_STR = 2, OP_ARRAY = 3, OP_SEEK = 4, OP_CSTR = 5, OP_CALL = 6 };
 enum { FX_UNSIGNED = 0, FX_SIGNED = 1, FX_HEX = 2, FX_PORT = 3, FX_PY = 4, FX_CHAR = 5,
        FX_BOOL = 6, FX_HEXBYTES = 7, FX_UUID = 8, FX_ERRNO = 9, FX_TIME = 10, FX_FLOAT = 11,
-       FX_IP = 12 };
+       FX_IP = 12, FX_CHAR_TEXT = 13 /* FX_CHAR, a lone surrogate as the text \\udxxx */ };
 /* STR flags */
 enum { STR_ASCII = 1, STR_BOM = 2, STR_HEX = 4, STR_UTF = 8, STR_SURROGATE_TEXT = 16 };
 
@@ -652,14 +652,15 @@ run_fixed(Ctx *c, const Op *op)
     case FX_UUID:
         rc = size == 16 ? put_uuid(c->out, q) : call_formatter(c, op->obj, c->p, size);
         break;
-    case FX_CHAR: { /* one character: printable ASCII here, the rest by the formatter */
+    case FX_CHAR: /* one character: printable ASCII here, the rest by the formatter */
+    case FX_CHAR_TEXT: {
         uint64_t v = read_uint(q, size, c->little);
         if (plain_char(v)) {
             char text[3] = {'"', (char)v, '"'};
             rc = out_put(c->out, text, 3) < 0 ? FAIL_PY : OK;
         }
         else if (size == 1 || size == 2 || size == 4) { /* Latin-1, UTF-16, UTF-32 */
-            rc = put_units(c->out, q, size, size, c->little, 0);
+            rc = put_units(c->out, q, size, size, c->little, op->kind == FX_CHAR_TEXT);
         }
         else {
             rc = call_formatter(c, op->obj, c->p, size);
@@ -1118,7 +1119,7 @@ op_from_tuple(Op *op, PyObject *t)
         op->obj = Py_NewRef(PyTuple_GET_ITEM(t, 3));
         if (n == 5)
             op->table = Py_NewRef(PyTuple_GET_ITEM(t, 4));
-        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_IP ||
+        if (op->size < 1 || op->size > 16 || op->kind < 0 || op->kind > FX_CHAR_TEXT ||
             (op->size > 8 && op->kind != FX_PY && op->kind != FX_HEXBYTES &&
              op->kind != FX_UUID && op->kind != FX_IP) ||
             (op->kind >= FX_ERRNO && !PyCallable_Check(op->obj)) ||
@@ -3474,7 +3475,7 @@ PyInit__speedups(void)
     EXPORT(OP_CSTR) EXPORT(OP_CALL)
     EXPORT(FX_UNSIGNED) EXPORT(FX_SIGNED) EXPORT(FX_HEX) EXPORT(FX_PORT) EXPORT(FX_PY)
     EXPORT(FX_CHAR) EXPORT(FX_BOOL) EXPORT(FX_HEXBYTES) EXPORT(FX_UUID) EXPORT(FX_ERRNO)
-    EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP)
+    EXPORT(FX_TIME) EXPORT(FX_FLOAT) EXPORT(FX_IP) EXPORT(FX_CHAR_TEXT)
     EXPORT(TIME_PERF) EXPORT(TIME_NS) EXPORT(TIME_REL) EXPORT(TIME_DELTA)
     EXPORT(STR_ASCII) EXPORT(STR_BOM) EXPORT(STR_HEX) EXPORT(STR_UTF) EXPORT(STR_SURROGATE_TEXT)
     EXPORT(SRC_MISSING) EXPORT(SRC_CONST) EXPORT(SRC_SAMPLE) EXPORT(SRC_FIELD) EXPORT(SRC_RECORD)

@@ -14,7 +14,7 @@ from types import ModuleType
 OP_LIT, OP_FIXED, OP_STR, OP_ARRAY, OP_SEEK, OP_CSTR, OP_CALL = range(7)
 # ... how an OP_FIXED value is written ...
 (FX_UNSIGNED, FX_SIGNED, FX_HEX, FX_PORT, FX_PY, FX_CHAR, FX_BOOL, FX_HEXBYTES,
- FX_UUID, FX_ERRNO, FX_TIME, FX_FLOAT, FX_IP) = range(13)
+ FX_UUID, FX_ERRNO, FX_TIME, FX_FLOAT, FX_IP, FX_CHAR_TEXT) = range(14)
 # ... and what OP_STR may write itself (flags)
 STR_ASCII, STR_BOM, STR_HEX, STR_UTF, STR_SURROGATE_TEXT = 1, 2, 4, 8, 16
 # the meta time modes of ``_speedups.Formatter`` (ehtool/render/times.py)

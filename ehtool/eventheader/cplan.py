@@ -152,7 +152,7 @@ def native_render(defs: list[FieldDef], little: bool, style: Literals,
 
 
 #: a typed JSON plan is made only when an event's values that the Python rule writes
-#: (floats, times, characters, sized strings: each a call from C) are at
+#: (floats, times, sized strings: each a call from C) are at
 #: most this many, none of them in an array: one typed decode and one orjson call for
 #: the event are cheaper than more such calls (a float64[16]: 2.2 times as long)
 TYPED_PYTHON_VALUES = 4

@@ -49,6 +49,7 @@ from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.speedups import (
     FX_BOOL,
     FX_CHAR,
+    FX_CHAR_TEXT,
     FX_ERRNO,
     FX_FLOAT,
     FX_HEX,
@@ -170,9 +171,9 @@ KIND_SPECS: dict[str, _Spec] = {
                   typed_c_kind=FX_UUID),
     "hexbytes": _Spec(_bytes_code, b"%s", v.hex_bytes, bytes, FX_HEXBYTES,
                       typed_c_kind=FX_HEXBYTES),
-    "char8": _Spec(lambda n: "B", b"%s", None, chr, FX_CHAR),
-    "char16": _Spec(_bytes_code, b"%s", None, None, FX_CHAR),
-    "char32": _Spec(_bytes_code, b"%s", None, None, FX_CHAR),
+    "char8": _Spec(lambda n: "B", b"%s", None, chr, FX_CHAR, typed_c_kind=FX_CHAR_TEXT),
+    "char16": _Spec(_bytes_code, b"%s", None, None, FX_CHAR, typed_c_kind=FX_CHAR_TEXT),
+    "char32": _Spec(_bytes_code, b"%s", None, None, FX_CHAR, typed_c_kind=FX_CHAR_TEXT),
 }
 
 _LATIN1 = tuple(v.latin1_json(bytes((i,))) for i in range(256))
