@@ -30,27 +30,27 @@ def _default(value: Any) -> Any:
 
 def json_bytes(value: Any) -> bytes:
     """A typed value as JSON text (the rule above), UTF-8."""
-    dumps = _dumps or _load()
+    if _dumps is None:
+        _load()
     try:
-        text = dumps(value, default=_default, option=_OPTION)
+        text = _dumps(value, default=_default, option=_option)
     except TypeError:  # orjson.JSONEncodeError: a lone surrogate
         text = b"null"
     if b"null" in text:  # orjson writes NaN and infinities as null (rare: check then)
-        text = dumps(storable(value, floats=True), default=_default, option=_OPTION)
+        text = _dumps(storable(value, floats=True), default=_default, option=_option)
     return text
 
 
-_dumps: Any = None  # orjson.dumps, imported at the first use (start-up stays short)
-_OPTION = 4  # orjson.OPT_NON_STR_KEYS (checked by _load)
+#: orjson.dumps and its options, imported at the first use (start-up stays short)
+_dumps: Any = None
+_option = 0
 
 
-def _load() -> Any:
-    global _dumps
+def _load() -> None:
+    global _dumps, _option
     import orjson
 
-    assert orjson.OPT_NON_STR_KEYS == _OPTION
-    _dumps = orjson.dumps
-    return _dumps
+    _dumps, _option = orjson.dumps, orjson.OPT_NON_STR_KEYS
 
 
 def json_value(value: Any) -> str:
