@@ -136,12 +136,11 @@ class SampleConverter:
         (``typed_json_renderer``, or the typed values' Python rule), made once."""
         hit = self._json_renderers.get(desc)
         if hit is None:
-            formats = self._formats(desc)
-            readers = [(f.name, value_reader(f, self.big_endian)) for f in formats]
+            readers = self._readers(desc)
 
             def typed(raw: bytes) -> bytes:
                 return json_members(Fields([(name, read(raw)) for name, read in readers]))
-            hit = typed_json_renderer(formats, self.big_endian, typed) or typed
+            hit = typed_json_renderer(self._formats(desc), self.big_endian, typed) or typed
             self._json_renderers[desc] = hit
         return hit
 
@@ -182,11 +181,11 @@ class SampleConverter:
         off = self.clock.offset_ns if self.clock is not None else None
         utc = sample.time + off if off is not None and sample.time is not None else None
         raw = sample.raw
-        error = None
+        error = text = None
+        as_json = fields_json and only is None
         if eh_offset is not None:
-            text = None
             try:
-                if fields_json and only is None:
+                if as_json:
                     parts = self.decoder.typed_json_parts(fmt.name, raw, eh_offset)
                 else:
                     parts = self.decoder.decode_parts(
@@ -195,7 +194,7 @@ class SampleConverter:
                 parts, error = None, str(exc)
             if parts is not None:
                 layout, act, fields = parts
-                if fields_json and only is None:
+                if as_json:
                     fields, text = _NO_FIELDS, object_text(fields)
                 meta.update(layout.meta)
                 if act:
@@ -203,10 +202,9 @@ class SampleConverter:
                 return Event(layout.title, layout.name.provider, layout.parsed.event_name,
                              sample.time, meta, fields, sample.desc.name, True, utc, None,
                              sample.offset, text)
-        text = None
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
-        elif fields_json and only is None:
+        elif as_json:
             text = object_text(self._json_renderer(sample.desc)(
                 raw if type(raw) is bytes else bytes(raw)))
             fields = _NO_FIELDS

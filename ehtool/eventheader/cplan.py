@@ -223,14 +223,13 @@ class _Compiler:
         """The op of one fixed-size or string value (an element, for arrays), from the
         value's rule (``ehtool.eventheader.kinds``)."""
         size = FIXED_SIZES.get(d.encoding)
-        if size is not None and self.typed:
-            kind = fixed_kind(size, d.format, self.little)
-            if kind.typed_c_kind is not None:
-                return (OP_FIXED, size, kind.typed_c_kind, kind.typed_formatter)
-            self.python_values += 1
-            return (OP_FIXED, size, FX_PY, kind.typed_formatter)
         if size is not None:
             kind = fixed_kind(size, d.format, self.little)
+            if self.typed:
+                if kind.typed_c_kind is not None:
+                    return (OP_FIXED, size, kind.typed_c_kind, kind.typed_formatter)
+                self.python_values += 1
+                return (OP_FIXED, size, FX_PY, kind.typed_formatter)
             # the C code writes what it can; the rest (non-ASCII characters, values whose
             # rarer cases only the Python formatter has) in Python
             if kind.c_kind in _C_ALONE:

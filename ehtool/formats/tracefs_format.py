@@ -71,6 +71,12 @@ class FieldFormat:
         """``"static"`` (the value is at ``offset``), ``"data_loc"`` or ``"rel_loc"``."""
         return self.array if self.array in (DATA_LOC, REL_LOC) else "static"
 
+    @property
+    def char_array(self) -> bool:
+        """A fixed ``char`` array (``char comm[16]``): the text of its bytes before the
+        first NUL, read in place."""
+        return self.array == FIXED and self.format == STRING and self.size > 0
+
     def data(self, raw: bytes | memoryview, big_endian: bool = False) -> bytes | memoryview:
         """This field's bytes in a raw record (following ``__data_loc``/``__rel_loc``).
 

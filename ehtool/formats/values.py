@@ -12,17 +12,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ehtool.formats.tracefs_format import (
-    FIXED,
-    HEX,
-    NONE,
-    SCALAR,
-    SIGNED,
-    STRING,
-    UNSIGNED,
-    FieldFormat,
-)
+from ehtool.formats.tracefs_format import HEX, NONE, SCALAR, SIGNED, STRING, UNSIGNED, FieldFormat
 from ehtool.values.shown import Hex
+from ehtool.values.typed_json import json_bytes
 
 _CODES = {(1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
           (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q"}
@@ -54,8 +46,7 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
     """``read(raw)``: :func:`field_value` of ``f``, resolved once: a scalar integer is
     unpacked in place (None when the record ends before it), a fixed char array sliced
     (``""`` when the record ends before its end), others by field_value."""
-    size = f.element_size
-    if f.format == STRING and f.array == FIXED and f.size > 0:
+    if f.char_array:
         offset, end = f.offset, f.offset + f.size
 
         def string(raw: bytes | memoryview) -> object:
@@ -65,11 +56,10 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
             nul = data.find(b"\0")
             return (data if nul < 0 else data[:nul]).decode("latin-1")
         return string
-    if f.array != SCALAR or f.format not in (UNSIGNED, SIGNED, HEX) or size not in (1, 2, 4, 8) \
-            or f.size < size:
+    if not _in_place(f):
         return lambda raw: field_value(f, raw, big_endian)
-    unpack = struct.Struct((">" if big_endian else "<") + _CODES[size, f.format == SIGNED]
-                           ).unpack_from
+    unpack = struct.Struct((">" if big_endian else "<") + _CODES[f.element_size,
+                                                                  f.format == SIGNED]).unpack_from
     offset, end = f.offset, f.offset + f.size  # (the field's bytes must all be there)
 
     if f.format == HEX:
@@ -82,6 +72,13 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
     return scalar
 
 
+def _in_place(f: FieldFormat) -> bool:
+    """Whether ``f`` is a scalar integer read in place: its first ``element_size`` bytes,
+    when the record holds all of its ``size``."""
+    return (f.array == SCALAR and f.format in (UNSIGNED, SIGNED, HEX)
+            and f.element_size in (1, 2, 4, 8) and f.size >= f.element_size)
+
+
 def typed_json_renderer(fields: list[FieldFormat], big_endian: bool,
                         fallback: Callable[[bytes], bytes]) -> Callable[[bytes], bytes] | None:
     """``render(raw)``: the members of the JSON object of the fields' typed values (as
@@ -91,7 +88,6 @@ def typed_json_renderer(fields: list[FieldFormat], big_endian: bool,
     one that is not ``bytes``, by ``fallback(raw)`` (the same text). None without the C
     module, or when a name comes twice (the typed object keeps the first)."""
     from ehtool import speedups as sp
-    from ehtool.values.typed_json import json_bytes
 
     speedups = sp.load()
     if speedups is None or len({f.name for f in fields}) < len(fields):
@@ -100,12 +96,10 @@ def typed_json_renderer(fields: list[FieldFormat], big_endian: bool,
     end = 0
     for f in fields:
         ops.append((sp.OP_LIT, b"," + json_bytes(f.name) + b":"))
-        size = f.element_size
-        if (f.array == SCALAR and f.format in (UNSIGNED, SIGNED, HEX) and size in (1, 2, 4, 8)
-                and f.size == size):
+        if _in_place(f):
             kind = sp.FX_SIGNED if f.format == SIGNED else sp.FX_UNSIGNED  # (Hex: its number)
-            ops += [(sp.OP_SEEK, f.offset), (sp.OP_FIXED, size, kind, None)]
-        elif f.format == STRING and f.array == FIXED and f.size > 0:
+            ops += [(sp.OP_SEEK, f.offset), (sp.OP_FIXED, f.element_size, kind, None)]
+        elif f.char_array:
             ops += [(sp.OP_SEEK, f.offset), (sp.OP_CSTR, f.size, _latin1_json)]
         else:
             read = value_reader(f, big_endian)
@@ -117,6 +111,4 @@ def typed_json_renderer(fields: list[FieldFormat], big_endian: bool,
 
 def _latin1_json(data: bytes) -> bytes:
     """A char array's bytes before its NUL as the JSON of their Latin-1 text."""
-    from ehtool.values.typed_json import json_bytes
-
     return json_bytes(data.decode("latin-1"))

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from ehtool.caches import Bounded
 from ehtool.eventheader.kinds import Kind, integer_kind
 from ehtool.formats.tracefs_format import (
-    FIXED,
     HEX,
     NONE,
     SCALAR,
@@ -153,7 +152,7 @@ def _native_renderer(fields: list[FieldFormat], parts: list, slots: dict[int, in
 def _is_fast(f: FieldFormat) -> bool:
     if f.array == SCALAR:
         return f.format not in (NONE, STRING) and f.size == f.element_size
-    return f.array == FIXED and f.format == STRING and f.size > 0
+    return f.char_array
 
 
 _PLAIN = re.compile(rb'[\x00-\x1f"\\\x80-\xff]')
