@@ -4,12 +4,15 @@ parser: which columns to decode, and how many times the statement scans it.
 A statement DuckDB serializes (``json_serialize_sql``: SELECT statements, including
 DESCRIBE and SUMMARIZE), or the query of one that saves a query's result (``CREATE TABLE
 ... AS``, ``INSERT INTO ... SELECT``, ``COPY (...) TO``: found with DuckDB's tokenizer), is
-read from its syntax tree: a star or ``COLUMNS(...)``, a
-positional reference, a NATURAL join, a PIVOT/UNPIVOT, ``events`` or one of its aliases
+read from its syntax tree: a star or ``COLUMNS(...)`` (but over the result of a PIVOT with
+GROUP BY), a positional reference, a NATURAL join, an UNPIVOT or a PIVOT without GROUP
+BY, ``events`` or one of its aliases
 as a value (``select e from events e``) or with renamed columns (``events e(a, b)``)
 need every column; otherwise the columns are the column references and USING columns
 that name one of them (case-insensitive, anywhere in the statement: a name another
 table also has only costs that column). Text in string literals does not count.
+DuckDB's PIVOT statement, which it does not serialize, is read from its tokens
+(:func:`pivot_reads`).
 Anything the tree does not show (another statement type, a view or macro of the
 session, ``query()``/``query_table()``) reads every column, an unknown number of times;
 such a statement that names neither ``events`` nor a query function, while the session
@@ -49,11 +52,15 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
 
     names = schema().names
     tree = _tree(con, sql)
+    inner = None
     if tree is None:
         inner = saved_query(sql)
         tree = None if inner is None else _tree(con, inner)
     user = _user_objects(con) - {table.lower()}
     if tree is None:
+        pivot = None if user else pivot_reads(inner or sql, table, names)
+        if pivot is not None:
+            return pivot
         if (user or re.search(rf"\b{re.escape(table)}\b|query", sql, re.IGNORECASE)
                 or re.match(r"\s*execute\b", sql, re.IGNORECASE)):
             return Reads(None, None)
@@ -88,21 +95,71 @@ def _tree(con: Any, sql: str) -> Any:
     return tree["statements"][0]
 
 
-def saved_query(sql: str) -> str | None:
-    """The query whose result ``sql`` saves, when it is ``CREATE [OR REPLACE] [TEMP]
-    TABLE name AS query``, ``INSERT [OR ...] INTO name [(columns)] [BY NAME] query`` or
-    ``COPY (query) TO ...``; else None. Read from DuckDB's tokens (comments, strings and
-    quoted names are theirs); the rest of an INSERT (RETURNING, ON CONFLICT) stays with
-    the query, which then does not parse as one: None is the caller's too."""
+def pivot_reads(sql: str, table: str, names: list[str]) -> Reads | None:
+    """What DuckDB's PIVOT statement ``PIVOT table ON ... [USING ...] [GROUP BY ...]``
+    reads of ``table`` (it has no syntax tree to read), from its tokens; None for any
+    other statement, and for a PIVOT of a query. With GROUP BY, the columns it names
+    (any token that is a column's name: a superset); without, every column (the rows
+    are grouped by all the others), as with a star or ``COLUMNS(...)``. An ON entry
+    without ``IN (values)`` has DuckDB find its values first: two scans."""
+    tokens = _tokens(sql)
+    if tokens is None or len(tokens) < 3:
+        return None
+    words = [text if kind == "keyword" else "" for _, text, kind in tokens]
+    texts = [text.strip('"') if kind == "identifier" else text for _, text, kind in tokens]
+    if (words[0] not in ("pivot", "pivot_wider") or texts[1] != table.lower()
+            or tokens[1][2] != "identifier" or {"select", "from", "with"} & set(words)):
+        return None
+    depth, entries, within, ins = 0, 0, False, 0  # the ON list's top-level entries
+    for k, word in enumerate(words):
+        depth += {"(": 1, ")": -1}.get(texts[k], 0)
+        if depth:
+            continue
+        if word == "on":
+            within, entries = True, 1
+        elif word in ("using", "group", "order", "limit"):
+            within = False
+        elif within and texts[k] == ",":
+            entries += 1
+        elif within and word == "in":
+            ins += 1
+    scans = 1 if entries and ins == entries else 2
+    grouped = any(words[k] == "group" and words[k + 1] == "by" and words[k + 2:k + 3] != ["all"]
+                  for k in range(len(words) - 2))
+    star = any(texts[k] == "*" and not (texts[k - 1] == "(" and texts[k + 1:k + 2] == [")"])
+               for k in range(len(texts)))
+    columns = any(texts[k] == "columns" and texts[k + 1:k + 2] == ["("]
+                  for k in range(len(texts)))
+    if not grouped or star or columns:
+        return Reads(None, scans)
+    named = set(texts)
+    return Reads([n for n in names if n.lower() in named] or [names[_CHEAP]], scans)
+
+
+def _tokens(sql: str) -> list[tuple[int, str, str]] | None:
+    """DuckDB's tokens of ``sql`` but comments: ``(position, lower-case text, kind)``,
+    kind one of keyword, identifier, operator, numeric_const, string_const; None when
+    it cannot tokenize it."""
     duckdb = require("duckdb")
     try:
         found = duckdb.tokenize(sql)
     except Exception:  # noqa: BLE001 - whatever it refuses is not known
         return None
     ends = [pos for pos, _ in found[1:]] + [len(sql)]
-    tokens = [(pos, sql[pos:end].strip().lower(), str(kind).rsplit(".", 1)[-1])
-              for (pos, kind), end in zip(found, ends, strict=True)
-              if not str(kind).endswith("comment")]
+    return [(pos, sql[pos:end].strip().lower(), str(kind).rsplit(".", 1)[-1])
+            for (pos, kind), end in zip(found, ends, strict=True)
+            if not str(kind).endswith("comment")]
+
+
+def saved_query(sql: str) -> str | None:
+    """The query whose result ``sql`` saves, when it is ``CREATE [OR REPLACE] [TEMP]
+    TABLE name AS query``, ``INSERT [OR ...] INTO name [(columns)] [BY NAME] query`` or
+    ``COPY (query) TO ...``; else None. Read from DuckDB's tokens (comments, strings and
+    quoted names are theirs); the rest of an INSERT (RETURNING, ON CONFLICT) stays with
+    the query, which then does not parse as one: None is the caller's too."""
+    tokens = _tokens(sql)
+    if tokens is None:
+        return None
     words = [text if kind in ("keyword", "operator") else "" for _, text, kind in tokens]
     k = 0
 
@@ -190,6 +247,7 @@ class _Walk:
         self.scans = 0
         self.everything = False
         self.unknown = False
+        self.scoped: set[int] = set()  # stars over a grouped PIVOT's result (ids)
 
     def visit(self, tree: Any) -> None:
         todo = [tree]  # (not recursive: a tree can be deeper than Python's stack)
@@ -210,7 +268,12 @@ class _Walk:
                 self.values.add(parts[0])
             elif not any(p in self.names for p in parts):
                 self.values.update(parts)  # events.x: x no column, the table?
-        elif kind in ("STAR", "POSITIONAL_REFERENCE", "PIVOT"):
+        elif kind == "SELECT_NODE" and _grouped_pivot(node.get("from_table")):
+            self.scoped.update(id(item) for item in node.get("select_list", ())
+                               if item.get("class") == "STAR")
+        elif kind == "PIVOT" and _grouped_pivot(node):
+            self.columns.update(str(name).lower() for name in node["groups"])
+        elif kind in ("STAR", "POSITIONAL_REFERENCE", "PIVOT") and id(node) not in self.scoped:
             self.everything = True
         elif kind == "BASE_TABLE":
             name = str(node.get("table_name", "")).lower()
@@ -234,3 +297,11 @@ class _Walk:
                 self.unknown = True
             elif name.startswith(_CATALOG_FUNCTIONS):  # events' columns, as data
                 self.everything = True
+
+
+def _grouped_pivot(node: Any) -> bool:
+    """Whether ``node`` is a PIVOT with GROUP BY: its result has the group columns, the
+    pivot values and the aggregates (columns it names), not every column of its source
+    (a star over it reads only those)."""
+    return (isinstance(node, dict) and node.get("type") == "PIVOT" and bool(node.get("groups"))
+            and not node.get("unpivot_names"))

@@ -139,7 +139,7 @@ _CONSUMED_ONCE = ("SQL: this statement reads 'events' more than once, and standa
 def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
              jobs: int, columns: list[str] | None, materialize: bool) -> dict[str, list]:
     """:func:`_statement` once, over a view of a stream of ``columns`` or (``materialize``)
-    a temporary table 'events' that holds them."""
+    of a temporary table that holds them."""
     from ehtool.analysis.parallel import Source
 
     source = Source(paths, columns, jobs)
@@ -168,8 +168,9 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
             if columns is None or "fields" in columns:  # JSON text: typed as JSON
                 events = events.project("* replace (fields::json as fields)")
             events.create_view("events", replace=True)
-            if materialize:  # temp.events hides the view main.events
-                con.execute("create temp table events as from main.events")
+            if materialize:  # decoded once into a table, which the view then reads
+                con.execute(f"create temp table {_HELD} as from main.events")
+                con.execute(f"create or replace view main.events as from temp.{_HELD}")
             result = _run(con, statement, out_format)
         except Exception as exc:
             if source.error is not None:  # a signal, a worker's failure: as raised
@@ -183,12 +184,17 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
         finally:
             if materialize:
                 with contextlib.suppress(duckdb.Error):  # (interrupted: the command ends)
-                    con.execute("drop table if exists temp.events")
+                    con.execute(f"drop table if exists temp.{_HELD}")
     if source.error is not None:
         raise source.error
     if result is not None:
         _print(*result, out_format)
     return source.problems
+
+
+#: the temporary table that holds the columns of a statement that reads 'events' more than
+#: once (not named events: the statement may create a table of that name)
+_HELD = "ehtool_events"
 
 
 def _sql_error(exc: Exception) -> str:

@@ -69,7 +69,26 @@ def query(sql: str, *inputs: str) -> list[dict]:
      ["provider"], 1),
     ("copy events to 'x.csv'", ALL, None),
     ("create view v as select provider from events", ALL, None),
-    ("pivot events on provider using count(*) group by file", ALL, None),
+    # PIVOT: with GROUP BY, the columns it names; an ON entry without IN: two scans
+    ("pivot events on provider using count(*) group by file", ["file", "provider"], 2),
+    ("pivot_wider events on \"Level\" in (1, 2), event using max(time) group by comm",
+     ["time", "comm", "event", "level"], 2),
+    ("pivot events on level in (1, 2) using count(*) group by provider",
+     ["provider", "level"], 1),
+    ("select * from events pivot (sum(pid) for level in (1, 2) group by provider)",
+     ["pid", "provider", "level"], 1),
+    ("copy (pivot events on event using count(*) group by cpu) to 'x.csv'",
+     ["cpu", "event"], 2),
+    ("pivot events on provider", ALL, 2),
+    ("pivot events on level in (1) using count(*)", ALL, 1),
+    ("pivot events on event using count(*) group by all", ALL, 2),
+    ("pivot events on columns('prov.*') using count(*) group by cpu", ALL, 2),
+    ("pivot events on event using max(columns(*)) group by cpu", ALL, 2),
+    ("select * from (pivot events on level in (1) using count(*) group by pid) join events "
+     "using (pid)", ALL, 2),
+    ("pivot (select provider, file from events) on provider using count(*) group by file",
+     ALL, None),
+    ("pivot t on a using count(*) group by b", ["cpu"], 0),
     ("unpivot (select provider from events) on provider", ALL, 1),
     ("select count(provider) from t", ["provider"], 0),
     # a star with no scan of events may still read it (its schema, through a function)
@@ -169,10 +188,17 @@ def test_statements_that_read_events_more_than_once():
                  "select event from events)", *both) == [{"n": 76}]
     assert query("select count(*) as n from events where pid > (select avg(pid) from "
                  "events)", *both) == [{"n": 11}]
-    # not shown by the tree: run again over a table once DuckDB found the stream read
+    # PIVOT finds the values of its ON column first
+    expected = [{"file": EVENTHEADER, "MyProvider": 3, "sched": 0},
+                {"file": SCHED, "MyProvider": 0, "sched": 35}]
     assert query("pivot events on provider using count(*) group by file order by file",
-                 *both) == [{"file": EVENTHEADER, "MyProvider": 3, "sched": 0},
-                            {"file": SCHED, "MyProvider": 0, "sched": 35}]
+                 *both) == expected
+    # not shown by the tree: run again over a table once DuckDB found the stream read
+    assert query("pivot (select provider, file from events) on provider using count(*) "
+                 "group by file order by file", *both) == expected
+    # the table it reads may have the view's name
+    assert query("create temp table events as select a.provider from events a join events "
+                 "b using (pid); select count(*) as n from temp.events", *both) == [{"n": 454}]
     # standard input, read once into the table; the next statement has a stream again
     done = ehtool("query", "--format", "jsonl",
                   "select (select count(*) from events) + (select count(*) from events) "
@@ -185,9 +211,9 @@ def test_statements_that_read_events_more_than_once():
 
 
 def test_reading_standard_input_twice_is_one_clear_error():
-    """Pivot's scans are not in the tree: on standard input, a second decode is not
-    possible; one line says what to do, not DuckDB's read_all() hint."""
-    sql = "pivot events on provider using count(*) group by file"
+    """The scans of a PIVOT of a query are not in the tree: on standard input, a second
+    decode is not possible; one line says what to do, not DuckDB's read_all() hint."""
+    sql = "pivot (select provider, file from events) on provider using count(*) group by file"
     done = ehtool("query", sql, "-", input=PIPE.read_bytes())
     assert done.returncode == 2 and not done.stdout
     assert done.stderr.count(b"\n") == 1 and b"read_all" not in done.stderr
