@@ -24,21 +24,31 @@ def field_value(f: FieldFormat, raw: bytes | memoryview, big_endian: bool = Fals
     """The Python value of field ``f`` in record ``raw``."""
     data = f.data(raw, big_endian)
     if f.format == STRING:
-        data = bytes(data)
-        nul = data.find(b"\0")
-        return (data if nul < 0 else data[:nul]).decode("latin-1")
+        return _text(bytes(data))
     if f.format == NONE and (f.array == SCALAR or f.element_size == 1):
         return bytes(data) if data or f.array != SCALAR else None
     size = f.element_size
     code = _CODES[size, f.format == SIGNED]
     order = ">" if big_endian else "<"
+    shown = _shown(f)
     if f.array == SCALAR:
         if len(data) < size:
             return None
         value = struct.unpack_from(order + code, data)[0]
-        return Hex(value) if f.format == HEX else value
+        return value if shown is None else shown(value)
     values = struct.unpack_from(f"{order}{len(data) // size}{code}", data)
-    return list(map(Hex, values)) if f.format == HEX else list(values)
+    return list(values) if shown is None else list(map(shown, values))
+
+
+def _text(data: bytes) -> str:
+    """A char array's text: up to the first NUL, one Latin-1 character a byte."""
+    nul = data.find(b"\0")
+    return (data if nul < 0 else data[:nul]).decode("latin-1")
+
+
+def _shown(f: FieldFormat) -> Callable[[int], object] | None:
+    """The type of ``f``'s integers when not ``int``: Hex for a field shown in hex."""
+    return Hex if f.format == HEX else None
 
 
 def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | memoryview],
@@ -50,11 +60,7 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
         offset, end = f.offset, f.offset + f.size
 
         def string(raw: bytes | memoryview) -> object:
-            if end > len(raw):
-                return ""
-            data = bytes(raw[offset:end])
-            nul = data.find(b"\0")
-            return (data if nul < 0 else data[:nul]).decode("latin-1")
+            return _text(bytes(raw[offset:end])) if end <= len(raw) else ""
         return string
     if not _in_place(f):
         return lambda raw: field_value(f, raw, big_endian)
@@ -62,10 +68,11 @@ def value_reader(f: FieldFormat, big_endian: bool = False) -> Callable[[bytes | 
                                                                   f.format == SIGNED]).unpack_from
     offset, end = f.offset, f.offset + f.size  # (the field's bytes must all be there)
 
-    if f.format == HEX:
-        def hex_scalar(raw: bytes | memoryview) -> object:
-            return Hex(unpack(raw, offset)[0]) if end <= len(raw) else None
-        return hex_scalar
+    shown = _shown(f)
+    if shown is not None:
+        def shown_scalar(raw: bytes | memoryview) -> object:
+            return shown(unpack(raw, offset)[0]) if end <= len(raw) else None
+        return shown_scalar
 
     def scalar(raw: bytes | memoryview) -> object:
         return unpack(raw, offset)[0] if end <= len(raw) else None
