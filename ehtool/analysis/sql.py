@@ -96,44 +96,77 @@ def _tree(con: Any, sql: str) -> Any:
 
 
 def pivot_reads(sql: str, table: str, names: list[str]) -> Reads | None:
-    """What DuckDB's PIVOT statement ``PIVOT table ON ... [USING ...] [GROUP BY ...]``
-    reads of ``table`` (it has no syntax tree to read), from its tokens; None for any
-    other statement, and for a PIVOT of a query. With GROUP BY, the columns it names
-    (any token that is a column's name: a superset); without, every column (the rows
-    are grouped by all the others), as with a star or ``COLUMNS(...)``. An ON entry
-    without ``IN (values)`` has DuckDB find its values first: two scans."""
+    """What DuckDB's PIVOT statement reads of ``table``, from its tokens (DuckDB has no
+    syntax tree of it); None for any other statement, and for one that pivots something
+    else. An ON entry without ``IN (values)`` has DuckDB find its values first: two
+    scans. Only the plain form, ``PIVOT table [[AS] alias] ON ... [USING ...] GROUP BY
+    ... [ORDER BY ...] [LIMIT ...]`` with no subquery, positional reference, star
+    (but ``count(*)``), ``COLUMNS(...)`` or the table as a value, reads just the columns
+    it names (any token that is a column's name: a superset); every other PIVOT of the
+    table reads every column, and twice at most (its columns are held in a table)."""
     tokens = _tokens(sql)
-    if tokens is None or len(tokens) < 3:
+    if (tokens is None or len(tokens) < 3 or tokens[0][1] not in ("pivot", "pivot_wider")
+            or tokens[0][2] != "keyword" or tokens[1][2] != "identifier"
+            or tokens[1][1].strip('"') != table.lower()):
         return None
-    words = [text if kind == "keyword" else "" for _, text, kind in tokens]
     texts = [text.strip('"') if kind == "identifier" else text for _, text, kind in tokens]
-    if (words[0] not in ("pivot", "pivot_wider") or texts[1] != table.lower()
-            or tokens[1][2] != "identifier" or {"select", "from", "with"} & set(words)):
-        return None
-    depth, entries, within, ins = 0, 0, False, 0  # the ON list's top-level entries
-    for k, word in enumerate(words):
-        depth += {"(": 1, ")": -1}.get(texts[k], 0)
-        if depth:
-            continue
-        if word == "on":
-            within, entries = True, 1
-        elif word in ("using", "group", "order", "limit"):
-            within = False
-        elif within and texts[k] == ",":
-            entries += 1
-        elif within and word == "in":
-            ins += 1
-    scans = 1 if entries and ins == entries else 2
-    grouped = any(words[k] == "group" and words[k + 1] == "by" and words[k + 2:k + 3] != ["all"]
-                  for k in range(len(words) - 2))
-    star = any(texts[k] == "*" and not (texts[k - 1] == "(" and texts[k + 1:k + 2] == [")"])
-               for k in range(len(texts)))
-    columns = any(texts[k] == "columns" and texts[k + 1:k + 2] == ["("]
-                  for k in range(len(texts)))
-    if not grouped or star or columns:
+    words = [text if kind == "keyword" else "" for _, text, kind in tokens]
+    k = 3 if words[2] == "as" else 2
+    alias = texts[k] if k < len(tokens) and tokens[k][2] == "identifier" else None
+    if alias is not None:
+        k += 1
+    if words[k:k + 1] != ["on"]:  # a join, renamed columns (e(a, b)): not the plain form
+        return Reads(None, 2)
+    rest, after = texts[k + 1:], words[k + 1:]
+    # no subquery, join or table function: the table is scanned here alone
+    alone = not (_NOT_ALONE & set(after) or any(
+        (text in _QUERY_FUNCTIONS and rest[i + 1:i + 2] == ["("])
+        or text.startswith(_CATALOG_FUNCTIONS) for i, text in enumerate(rest)))
+    entries = _top_level(tokens[k + 1:], rest, after)
+    scans = 1 if alone and all(_in_list(entry) for entry in entries) else 2
+    values = {table.lower(), alias}  # the table as a value: every column
+    named = alone and not any(
+        text == "#" or (text == "*" and rest[i - 1:i + 2] != ["(", "*", ")"])
+        or (text in values and rest[i + 1:i + 2] != ["."])
+        or (text == "columns" and rest[i + 1:i + 2] == ["("]) for i, text in enumerate(rest))
+    grouped = any(after[i:i + 2] == ["group", "by"] and after[i + 2:i + 3] != ["all"]
+                  for i in range(len(after)))
+    if not (named and grouped):
         return Reads(None, scans)
-    named = set(texts)
-    return Reads([n for n in names if n.lower() in named] or [names[_CHEAP]], scans)
+    found = set(rest)
+    return Reads([n for n in names if n.lower() in found] or [names[_CHEAP]], scans)
+
+
+#: keywords of a subquery or a join, after which a PIVOT does not scan its table alone
+_NOT_ALONE = frozenset(("select", "from", "with", "table", "on", "join", "natural",
+                        "positional", "asof", "lateral"))
+
+
+def _top_level(tokens: list, texts: list[str], words: list[str]) -> list[list[str]]:
+    """The ON list's entries (as texts) in the tokens after ON, up to the next clause."""
+    entries: list[list[str]] = [[]]
+    depth = 0
+    for (_, _, kind), text, word in zip(tokens, texts, words, strict=True):
+        if not depth and word in ("using", "group", "order", "limit", "offset"):
+            break
+        depth += {"(": 1, ")": -1}.get(text, 0) if kind == "operator" else 0
+        if not depth and text == "," and kind == "operator":
+            entries.append([])
+        else:
+            entries[-1].append(word or text)
+    return entries
+
+
+def _in_list(entry: list[str]) -> bool:
+    """Whether an ON entry ends with ``IN (...)``: its values are given."""
+    if not entry or entry[-1] != ")":
+        return False
+    depth = 0
+    for i in range(len(entry) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(entry[i], 0)
+        if not depth:
+            return i > 0 and entry[i - 1] == "in"
+    return False
 
 
 def _tokens(sql: str) -> list[tuple[int, str, str]] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -114,6 +115,8 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
     with interrupting(con.interrupt):
         needs = reads(con, statement.query)
     materialize = needs.scans is not None and needs.scans > 1
+    if needs.scans == 0:  # the view is there for its columns only: nothing is decoded
+        paths = []
     try:
         return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
                         materialize)
@@ -160,6 +163,9 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
         source.stop()
         con.interrupt()
 
+    # (a name no statement of the session is expected to have: it may name a table events)
+    held = f"ehtool_events_{uuid.uuid4().hex}"
+
     # While DuckDB runs, a signal stops the decoding workers and the query, and is raised
     # once DuckDB returns.
     with interrupting(interrupt):
@@ -167,10 +173,12 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
             events = con.from_arrow(source.reader())
             if columns is None or "fields" in columns:  # JSON text: typed as JSON
                 events = events.project("* replace (fields::json as fields)")
-            events.create_view("events", replace=True)
+            events.create_view("events", replace=True)  # (in the current schema)
             if materialize:  # decoded once into a table, which the view then reads
-                con.execute(f"create temp table {_HELD} as from main.events")
-                con.execute(f"create or replace view main.events as from temp.{_HELD}")
+                view = ".".join(map(_quoted, con.execute(
+                    "select current_database(), current_schema()").fetchone())) + ".events"
+                con.execute(f"create temp table {held} as from {view}")
+                con.execute(f"create or replace view {view} as from temp.{held}")
             result = _run(con, statement, out_format)
         except Exception as exc:
             if source.error is not None:  # a signal, a worker's failure: as raised
@@ -184,7 +192,7 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
         finally:
             if materialize:
                 with contextlib.suppress(duckdb.Error):  # (interrupted: the command ends)
-                    con.execute(f"drop table if exists temp.{_HELD}")
+                    con.execute(f"drop table if exists temp.{held}")
     if source.error is not None:
         raise source.error
     if result is not None:
@@ -192,9 +200,9 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
     return source.problems
 
 
-#: the temporary table that holds the columns of a statement that reads 'events' more than
-#: once (not named events: the statement may create a table of that name)
-_HELD = "ehtool_events"
+def _quoted(name: str) -> str:
+    """``name`` as an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _sql_error(exc: Exception) -> str:

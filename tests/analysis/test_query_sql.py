@@ -89,6 +89,20 @@ def query(sql: str, *inputs: str) -> list[dict]:
     ("pivot (select provider, file from events) on provider using count(*) group by file",
      ALL, None),
     ("pivot t on a using count(*) group by b", ["cpu"], 0),
+    ("pivot events e on e.level in (1, 2), e.provider in ('a') using sum(e.pid) "
+     "group by e.comm", ["pid", "comm", "provider", "level"], 1),
+    # an IN that is not the entry's list; a positional reference; the table as a value
+    ("pivot events on case when pid in (1, 2) then 'a' else 'b' end using count(*) "
+     "group by file", ["file", "pid"], 2),
+    ("pivot events on provider using max(#2) group by file", ALL, 2),
+    ("pivot events e on provider using first(e) group by file", ALL, 2),
+    # not the table alone: a join, renamed columns, a subquery (another scan)
+    ("pivot events natural join t on label using count(*) group by file", ALL, 2),
+    ("pivot events e(a) on provider using max(a) group by pid", ALL, 2),
+    ("pivot events on level in (select level from events) using count(*) group by pid",
+     ALL, 2),
+    ("pivot events semi join query('select pid from events') q using (pid) on provider "
+     "using count(*) group by file", ALL, 2),
     ("unpivot (select provider from events) on provider", ALL, 1),
     ("select count(provider) from t", ["provider"], 0),
     # a star with no scan of events may still read it (its schema, through a function)
@@ -196,9 +210,14 @@ def test_statements_that_read_events_more_than_once():
     # not shown by the tree: run again over a table once DuckDB found the stream read
     assert query("pivot (select provider, file from events) on provider using count(*) "
                  "group by file order by file", *both) == expected
-    # the table it reads may have the view's name
+    # the table it reads may have the view's name, or any other; so may the schema
     assert query("create temp table events as select a.provider from events a join events "
                  "b using (pid); select count(*) as n from temp.events", *both) == [{"n": 454}]
+    assert query("create temp table ehtool_events as select 42 as x; select count(*) as n "
+                 "from events a join events b using (pid); from ehtool_events",
+                 *both) == [{"n": 454}, {"x": 42}]
+    assert query("create schema s; use s; select count(*) as n from events a join events b "
+                 "using (pid)", *both) == [{"n": 454}]
     # standard input, read once into the table; the next statement has a stream again
     done = ehtool("query", "--format", "jsonl",
                   "select (select count(*) from events) + (select count(*) from events) "
@@ -208,6 +227,24 @@ def test_statements_that_read_events_more_than_once():
                   "select count(*) as n from events e join events f using (tid); "
                   "select count(*) as m from events", str(PIPE))
     assert rows(done) == [{"n": 139}, {"m": 23}]
+
+
+def test_a_statement_that_reads_no_event_decodes_nothing(monkeypatch, capsys):
+    """The view is there for its columns (the catalog) only: no input is decoded."""
+    from ehtool.analysis import parallel
+    from ehtool.cli import query as command
+
+    decoded = []
+    source = parallel.Source
+    monkeypatch.setattr(parallel, "Source", lambda paths, *rest: decoded.append(paths) or
+                        source(paths, *rest))
+    con = duckdb.connect()
+    for sql in ("select count(*) as n from pragma_table_info('events')",
+                "create table t as select 1 as x", "from t", "select count(*) as m from events"):
+        (statement,) = con.extract_statements(sql)
+        command._statement(duckdb, con, statement, [EVENTHEADER], "csv", 1)
+    assert decoded == [[], [], [], [EVENTHEADER]]
+    assert capsys.readouterr().out.split() == ['"n"', "18", '"x"', "1", '"m"', "3"]
 
 
 def test_reading_standard_input_twice_is_one_clear_error():
