@@ -533,6 +533,8 @@ class Source:
         try:
             self.crew.check()
             yield from self.batches
+        except GeneratorExit:  # the consumer is done (a LIMIT): not an error
+            raise
         except BaseException as exc:
             self.error = exc
             self.batches.close()  # its workers are reaped, its files closed

@@ -56,9 +56,11 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
     if tree is None:
         inner = saved_query(sql)
         tree = None if inner is None else _tree(con, inner)
-    user = _user_objects(con) - {table.lower()}
+    user = _user_objects(con, table)
+    if table.lower() in user:  # a view or macro of the session has the view's name
+        return Reads(None, None)
     if tree is None:
-        pivot = None if user else pivot_reads(inner or sql, table, names)
+        pivot = pivot_reads(inner or sql, table, names, bool(user))
         if pivot is not None:
             return pivot
         if (user or re.search(rf"\b{re.escape(table)}\b|query", sql, re.IGNORECASE)
@@ -67,6 +69,8 @@ def reads(con: Any, sql: str, table: str = "events") -> Reads:
         return Reads([names[_CHEAP]], 0)
     walk = _Walk(table.lower(), {n.lower() for n in names}, user)
     walk.visit(tree)
+    if walk.recursive and walk.scans:
+        walk.scans = max(walk.scans, 2)
     if walk.unknown:
         return Reads(None, None)
     if walk.everything or walk.values & walk.tables:
@@ -95,7 +99,7 @@ def _tree(con: Any, sql: str) -> Any:
     return tree["statements"][0]
 
 
-def pivot_reads(sql: str, table: str, names: list[str]) -> Reads | None:
+def pivot_reads(sql: str, table: str, names: list[str], user: bool = False) -> Reads | None:
     """What DuckDB's PIVOT statement reads of ``table``, from its tokens (DuckDB has no
     syntax tree of it); None for any other statement, and for one that pivots something
     else. An ON entry without ``IN (values)`` has DuckDB find its values first: two
@@ -103,15 +107,22 @@ def pivot_reads(sql: str, table: str, names: list[str]) -> Reads | None:
     ... [ORDER BY ...] [LIMIT ...]`` with no subquery, positional reference, star
     (but ``count(*)``), ``COLUMNS(...)`` or the table as a value, reads just the columns
     it names (any token that is a column's name: a superset); every other PIVOT of the
-    table reads every column, and twice at most (its columns are held in a table)."""
+    table reads every column, and twice at most (its columns are held in a table), as
+    does any statement with a PIVOT statement inside that names the table, a query
+    function or (``user``) when the session has views or macros."""
     tokens = _tokens(sql)
-    if (tokens is None or len(tokens) < 3 or tokens[0][1] not in ("pivot", "pivot_wider")
-            or tokens[0][2] != "keyword" or tokens[1][2] != "identifier"
-            or tokens[1][1].strip('"') != table.lower()):
+    if tokens is None:
         return None
     texts = [text.strip('"') if kind == "identifier" else text for _, text, kind in tokens]
     words = [text if kind == "keyword" else "" for _, text, kind in tokens]
-    k = 3 if words[2] == "as" else 2
+    if not {"pivot", "pivot_wider"} & set(words):
+        return None
+    if (words[0] not in ("pivot", "pivot_wider") or tokens[1:2] == [] or tokens[1][2] !=
+            "identifier" or texts[1] != table.lower() or user):
+        reached = user or any(text == table.lower() or text in _QUERY_FUNCTIONS
+                              for text in texts)
+        return Reads(None, 2) if reached else None
+    k = 3 if words[2:3] == ["as"] else 2
     alias = texts[k] if k < len(tokens) and tokens[k][2] == "identifier" else None
     if alias is not None:
         k += 1
@@ -158,14 +169,16 @@ def _top_level(tokens: list, texts: list[str], words: list[str]) -> list[list[st
 
 
 def _in_list(entry: list[str]) -> bool:
-    """Whether an ON entry ends with ``IN (...)``: its values are given."""
-    if not entry or entry[-1] != ")":
+    """Whether an ON entry is ``column IN (...)`` (``alias.column`` too): its values are
+    given."""
+    column = 3 if entry[1:2] == ["."] else 1
+    if entry[column:column + 2] != ["in", "("] or entry[-1] != ")":
         return False
     depth = 0
-    for i in range(len(entry) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(entry[i], 0)
+    for i, text in enumerate(entry[column + 1:], column + 1):
+        depth += {"(": 1, ")": -1}.get(text, 0)
         if not depth:
-            return i > 0 and entry[i - 1] == "in"
+            return i == len(entry) - 1  # (its parenthesis closes the entry)
     return False
 
 
@@ -254,14 +267,17 @@ def saved_query(sql: str) -> str | None:
     return None
 
 
-def _user_objects(con: Any) -> set[str]:
-    """Lower-case names of the session's own views and macros (any may read events)."""
+def _user_objects(con: Any, table: str) -> set[str]:
+    """Lower-case names of the session's own views and macros (any may read events), but
+    the view ``memory.main.<table>`` (ehtool's)."""
     duckdb = require("duckdb")
     try:
         rows = con.execute(
-            "select lower(view_name) from duckdb_views() where not internal union all "
-            "select lower(function_name) from duckdb_functions() where not internal and "
-            "function_type in ('macro', 'table_macro')").fetchall()
+            "select lower(view_name) from duckdb_views() where not internal and not "
+            "(database_name = 'memory' and schema_name = 'main' and lower(view_name) = ?) "
+            "union all select lower(function_name) from duckdb_functions() where not "
+            "internal and function_type in ('macro', 'table_macro')",
+            [table.lower()]).fetchall()
     except duckdb.Error:
         return {"?"}  # unknown: every statement reads every column
     return {name for (name,) in rows}
@@ -281,6 +297,7 @@ class _Walk:
         self.everything = False
         self.unknown = False
         self.scoped: set[int] = set()  # stars over a grouped PIVOT's result (ids)
+        self.recursive = False  # a recursive CTE: a scan in it may run again and again
 
     def visit(self, tree: Any) -> None:
         todo = [tree]  # (not recursive: a tree can be deeper than Python's stack)
@@ -301,6 +318,8 @@ class _Walk:
                 self.values.add(parts[0])
             elif not any(p in self.names for p in parts):
                 self.values.update(parts)  # events.x: x no column, the table?
+        elif kind == "RECURSIVE_CTE_NODE":
+            self.recursive = True
         elif kind == "SELECT_NODE" and _grouped_pivot(node.get("from_table")):
             self.scoped.update(id(item) for item in node.get("select_list", ())
                                if item.get("class") == "STAR")

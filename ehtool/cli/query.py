@@ -115,8 +115,6 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
     with interrupting(con.interrupt):
         needs = reads(con, statement.query)
     materialize = needs.scans is not None and needs.scans > 1
-    if needs.scans == 0:  # the view is there for its columns only: nothing is decoded
-        paths = []
     try:
         return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
                         materialize)
@@ -163,22 +161,21 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
         source.stop()
         con.interrupt()
 
-    # (a name no statement of the session is expected to have: it may name a table events)
-    held = f"ehtool_events_{uuid.uuid4().hex}"
+    # names no statement of the session is expected to have (it may name a table events)
+    stream, held = (f"ehtool_{what}_{uuid.uuid4().hex}" for what in ("stream", "events"))
+    fields = " replace (fields::json as fields)" if columns is None or "fields" in columns \
+        else ""  # (JSON text: typed as JSON)
 
     # While DuckDB runs, a signal stops the decoding workers and the query, and is raised
     # once DuckDB returns.
     with interrupting(interrupt):
-        try:  # (DuckDB reads the source's schema, a first batch, at from_arrow already)
-            events = con.from_arrow(source.reader())
-            if columns is None or "fields" in columns:  # JSON text: typed as JSON
-                events = events.project("* replace (fields::json as fields)")
-            events.create_view("events", replace=True)  # (in the current schema)
+        try:
+            con.register(stream, source.reader())
+            # the view is memory.main.events whatever the session's current schema
+            con.execute(f"create or replace view {EVENTS} as select *{fields} from {stream}")
             if materialize:  # decoded once into a table, which the view then reads
-                view = ".".join(map(_quoted, con.execute(
-                    "select current_database(), current_schema()").fetchone())) + ".events"
-                con.execute(f"create temp table {held} as from {view}")
-                con.execute(f"create or replace view {view} as from temp.{held}")
+                con.execute(f"create temp table {held} as from {EVENTS}")
+                con.execute(f"create or replace view {EVENTS} as from temp.{held}")
             result = _run(con, statement, out_format)
         except Exception as exc:
             if source.error is not None:  # a signal, a worker's failure: as raised
@@ -190,8 +187,9 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
                 raise UsageError(_sql_error(exc)) from None
             raise
         finally:
-            if materialize:
-                with contextlib.suppress(duckdb.Error):  # (interrupted: the command ends)
+            with contextlib.suppress(duckdb.Error):  # (interrupted: the command ends)
+                con.unregister(stream)
+                if materialize:
                     con.execute(f"drop table if exists temp.{held}")
     if source.error is not None:
         raise source.error
@@ -200,9 +198,8 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
     return source.problems
 
 
-def _quoted(name: str) -> str:
-    """``name`` as an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
+#: the view of the events: in the connection's own database, whichever is the current one
+EVENTS = "memory.main.events"
 
 
 def _sql_error(exc: Exception) -> str:
