@@ -28,8 +28,8 @@ from typing import Any
 
 from ehtool.analysis.arrow import require
 
-#: table functions that read a table named in a string
-_QUERY_FUNCTIONS = frozenset(("query", "query_table"))
+#: table functions that read a table named in a string (or in a serialized statement)
+_QUERY_FUNCTIONS = frozenset(("query", "query_table", "json_execute_serialized_sql"))
 #: functions and schemas that show the catalog (events' columns among it) as rows
 _CATALOG_FUNCTIONS = ("duckdb_", "pragma_")
 _CATALOG_SCHEMAS = frozenset(("information_schema", "pg_catalog"))

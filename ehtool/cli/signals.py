@@ -31,13 +31,16 @@ _held: list[int] = []
 
 @contextmanager
 def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
-    """Raise :class:`SignalExit` on ``signals`` inside the block.
+    """Raise :class:`SignalExit` on ``signals`` inside the block, KeyboardInterrupt on
+    SIGINT.
 
     A signal already ignored (``nohup``) stays ignored. A signal that arrives
     during an import is held until the import is done (SIGALRM polls): an
     exception inside an extension module's initialisation (orjson's) can crash
-    the interpreter. After the first signal the others are ignored, so a second
-    one cannot cut the cleanup short; the previous handlers come back afterwards.
+    the interpreter, and exiting there at once would leave what the command began (a
+    document half opened, ``-o``'s temporary file). After the first signal the others
+    are ignored, so a second one cannot cut the cleanup short; the previous handlers
+    come back afterwards.
     """
     def handler(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGALRM:
@@ -52,6 +55,8 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         for sig in old:
             signal.signal(sig, signal.SIG_IGN)
         release_stdout()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise SignalExit(signum)
 
     def unraisable(info: Any) -> None:
@@ -65,7 +70,7 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
             return
         hook(info)
 
-    old = {sig: signal.getsignal(sig) for sig in signals
+    old = {sig: signal.getsignal(sig) for sig in (*signals, signal.SIGINT)
            if signal.getsignal(sig) is not signal.SIG_IGN}
     old[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)
     for sig in old:
