@@ -22,10 +22,12 @@ the kernel had to find huge pages in memory never touched), the next 50 MB 2 ms.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
-from collections.abc import Iterable
-from typing import BinaryIO
+import signal
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO
 
 from ehtool import workers
 from ehtool.errors import OutputError, part_file_error
@@ -83,7 +85,7 @@ class HeldOutput:
 
     def _check(self) -> None:
         """Before a write: write what is held once the turn came; end here if the
-        caller is gone or asked to stop."""
+        caller is gone or asked to stop, or a signal came during the writes before."""
         if self._direct is None:
             turn = workers.released()
             if turn is False:  # the caller is gone: nobody will read these events
@@ -93,6 +95,9 @@ class HeldOutput:
         elif workers.asked_to_stop():
             self._direct.flush()
             raise Stopped
+        elif _noted:
+            self._direct.flush()
+            _act()
 
     def _put(self, data: bytes) -> int:
         if self._direct is not None:
@@ -145,6 +150,8 @@ class HeldOutput:
             self._open()
         assert self._direct is not None
         self._direct.flush()
+        _writing[:] = []
+        _act()  # (a signal during the last writes)
         return True
 
     def _open(self) -> None:
@@ -152,6 +159,7 @@ class HeldOutput:
         then write straight through."""
         with workers.held_signals():
             self._write_held()
+            _writing[:] = [True]
 
     def _write_held(self) -> None:
         chunks, self._chunks = self._chunks, []
@@ -172,6 +180,39 @@ class HeldOutput:
                 raise OutputError(part_file_error(exc)) from None
             with spill:
                 copy_rest(spill, self._direct)
+
+
+#: (handler, signal number) of a terminating signal that came while this worker wrote
+#: straight to the output, to be acted on before its next write
+_noted: list[tuple[Callable[[int, Any], None], int]] = []
+#: not empty while this worker writes straight to the output
+_writing: list[bool] = []
+
+
+def defer_signals() -> None:
+    """In a file worker: a terminating signal that comes while it writes straight to the
+    output is acted on (its handler runs) before its next write, so that the output
+    ends with a whole one: raised at once, it could stop a write in the middle (an
+    interrupted system call runs the handler there), and the caller would close the
+    document after half an event. At any other time the handler runs at once."""
+    for sig in workers.HELD:
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            signal.signal(sig, functools.partial(_deferred, handler))
+
+
+def _deferred(handler: Callable[[int, Any], None], signum: int, frame: Any) -> None:
+    if _writing:
+        _noted.append((handler, signum))
+    else:
+        handler(signum, frame)
+
+
+def _act() -> None:
+    """Run the handler of a signal noted while writing (it raises, as a rule)."""
+    if _noted:
+        handler, signum = _noted.pop(0)
+        handler(signum, None)
 
 
 #: the size of each private mapping that holds events in memory

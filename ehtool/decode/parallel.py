@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ehtool import workers
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
-from ehtool.decode.handover import HeldOutput, Stopped, held_limit
+from ehtool.decode.handover import HeldOutput, Stopped, defer_signals, held_limit
 from ehtool.decode.options import DecodeOptions
 from ehtool.errors import (
     EhtoolError,
@@ -501,6 +501,7 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
         held: HeldOutput | None = None
         try:
             workers.release()  # (held since the fork)
+            defer_signals()
             held = HeldOutput(fd, limit, spare)
             sub = writer.continuation(held, first=True)
             for index in range(first, first + count):

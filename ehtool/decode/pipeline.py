@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
+from ehtool import workers
 from ehtool.allocator import fewer_collections
 from ehtool.decode.formatting import Batch, Joined, Spliced, format_batches
 from ehtool.decode.options import DecodeOptions, EventSelection
@@ -134,7 +135,9 @@ def _write_input(path: str, options: DecodeOptions, progress: _Progress,
             if type(batch) is Joined:
                 writer.joined(batch.data, batch.count)
             elif type(batch) is Spliced:  # a worker's part, framed
-                writer.splice(batch.file, batch.count)
+                # (whole: a signal cuts a long sendfile short, in the middle of an event)
+                with workers.held_signals():
+                    writer.splice(batch.file, batch.count)
                 continue
             else:
                 writer.events(batch)

@@ -656,6 +656,41 @@ def test_a_signal_leaves_a_file_output_valid_json(big, tmp_path, jobs):
     assert json.loads(out.read_bytes()) == json.loads(_run_files([small, big], 1)[0])
 
 
+_SIGNAL_WHILE_SPLICING = """
+import os, signal, sys
+from ehtool.cli import main
+
+real, fired = os.sendfile, []
+
+def sendfile(out, src, offset, count):  # as the kernel does: a signal cuts it short
+    if fired:
+        return real(out, src, offset, count)
+    fired.append(1)
+    sent = real(out, src, offset, min(count, 1000))
+    os.kill(os.getpid(), signal.SIGINT)
+    return sent
+
+os.sendfile = sendfile
+sys.argv = ["ehtool", "decode", "-j", "2", sys.argv[1]]
+main()
+"""
+
+
+def test_a_signal_while_a_part_is_spliced_leaves_valid_json(big, tmp_path):
+    """Ctrl-C while the calling process copied a worker's part into a regular file
+    (sendfile, which a signal cuts short) left half an event before the closing."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.json"
+    with open(out, "wb") as f:
+        done = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_SPLICING, big], stdout=f,
+                              stderr=subprocess.PIPE, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert json.loads(out.read_bytes()) == json.loads(run(big))  # (the part copied whole)
+
+
 def test_side_by_side_decodes_leave_no_descriptor_behind():
     """Each worker's pipes are closed once it is reaped: decode_to called again and
     again in one process keeps its descriptors."""
