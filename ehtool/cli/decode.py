@@ -164,6 +164,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     click.get_current_context().call_on_close(fewer_collections())
     inputs = expand(inputs or ("perf.data",))
     _refuse_combinations(click.get_current_context())
+    _refuse_output_over_input(output, inputs)
     if inputs.count("-") > 1:  # (the second would find it read: 'no PERFILE2 magic')
         raise click.UsageError("standard input ('-') can be read once: give it once")
     if output in (None, "-") and split_dir is None and sys.stdout is None:
@@ -236,6 +237,24 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     _report_selection(selection, strict_filter, warn, bool(errors))
     if errors:
         sys.exit(EXIT_INPUT)
+
+
+def _refuse_output_over_input(output: str | None, inputs: tuple[str, ...]) -> None:
+    """A usage error when ``-o`` FILE is one of the inputs (it would replace the recording
+    with its own decoding)."""
+    import os
+
+    if output in (None, "-"):
+        return
+    for path in inputs:
+        if path != "-" and os.path.exists(output):
+            try:
+                same = os.path.samefile(output, path)
+            except OSError:
+                continue
+            if same:
+                raise click.UsageError(f"-o {output} is the input {path}: it would be "
+                                       "replaced by its decoding; write to another file")
 
 
 def _report_selection(selection: Any, strict_filter: bool, warn: Any, failed: bool) -> None:
@@ -350,6 +369,8 @@ def _refuse_combinations(ctx: click.Context) -> None:
                                "writes json or jsonl")
     if p["pretty"] and out_format == "jsonl":
         raise click.UsageError("--pretty cannot be used with --format jsonl (one event per line)")
+    if p["pretty"] and p["compact"]:
+        raise click.UsageError("--compact and --pretty are two layouts: give one")
     for key, what in ((out_format, f"--format {out_format}"),
                       (input_format, f"--input-format {input_format}")):
         for entry in _UNREAD.get(key, ()):

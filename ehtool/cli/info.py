@@ -29,6 +29,7 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
     from ehtool.decode.info import format_text, summarize
     from ehtool.errors import EXIT_INPUT, EhtoolError, InputError, combined
 
+    options.require_stdout("the summaries are")
     paths = expand(paths or ("perf.data",))
     failed = False
     for i, path in enumerate(paths):

@@ -19,8 +19,10 @@ def list_events(as_json: bool, enabled: bool) -> None:
     """
     import json
 
+    from ehtool.cli.options import require_stdout
     from ehtool.kernel.events import list_user_events
 
+    require_stdout("the list is")
     events = [e for e in list_user_events() if e["enabled"] or not enabled]
     if as_json:
         click.echo(json.dumps(events, indent=2))

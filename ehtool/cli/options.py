@@ -60,3 +60,12 @@ class Path(click.Path):
         if value == "":
             self.fail("an empty path", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def require_stdout(what: str) -> None:
+    """A usage error when standard output is closed (``>&-``): ``what`` is written there,
+    and would be lost without a word."""
+    import sys
+
+    if sys.stdout is None:
+        raise click.UsageError(f"standard output is closed; {what} written there")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ehtool.errors import InputError
 from ehtool.eventheader.dat import records
 from ehtool.formats.tracefs_format import NONE, SCALAR, FieldFormat
 from ehtool.perfdata.records import Sample
@@ -48,16 +49,21 @@ def dat_batches(path: str, size: int) -> Iterator[list[Sample]]:
 
     descs: dict[str, DatDesc | None] = {}
     out: list[Sample] = []
-    for offset, name, data in records(path):
-        desc = descs.get(name, False)
-        if desc is False:
-            desc = descs[name] = (DatDesc(name, DatFormat(name))
-                                  if parse_name(name) is not None else None)
-        if desc is None:
-            continue
-        out.append(Sample(None, None, None, None, data, desc, offset))
-        if len(out) >= size:
+    try:
+        for offset, name, data in records(path):
+            desc = descs.get(name, False)
+            if desc is False:
+                desc = descs[name] = (DatDesc(name, DatFormat(name))
+                                      if parse_name(name) is not None else None)
+            if desc is None:
+                continue
+            out.append(Sample(None, None, None, None, data, desc, offset))
+            if len(out) >= size:
+                yield out
+                out = []
+    except InputError:  # (a cut or corrupt record: the complete ones before it first)
+        if out:
             yield out
-            out = []
+        raise
     if out:
         yield out

@@ -144,7 +144,7 @@ class Selection:
         self.pids, self.tids, self.cpus = frozenset(pids), frozenset(tids), frozenset(cpus)
         self.since = parse_when(since) if since else None
         self.until = parse_when(until) if until else None
-        self.expr = compile_filter(expr) if expr else None
+        self.expr = compile_filter(expr) if expr is not None else None
         self.sample_meta = sample_meta
         self.decimal_pids = decimal_pids  # (tracefs pid_t fields as decode shows them)
         if not sample_meta:

@@ -26,8 +26,11 @@ def records(path: str) -> Iterator[tuple[int, str, bytes]]:
         if pos + 4 > len(data):
             raise InputError("truncated record size", path, pos)
         (size,) = struct.unpack_from("<I", data, pos)
-        if size < 5 or pos + size > len(data):
+        if size < 5:
             raise InputError(f"bad record size {size}", path, pos)
+        if pos + size > len(data):
+            what = "truncated record" if size <= 0x10000 else "bad record size"
+            raise InputError(f"{what}: {size} bytes, {len(data) - pos} left", path, pos)
         record = data[pos + 4:pos + size]
         nul = record.find(b"\0")
         if nul < 0:

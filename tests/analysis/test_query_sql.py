@@ -296,7 +296,8 @@ def test_standard_input_given_twice_is_a_usage_error():
 
 def test_closed_standard_output_is_a_usage_error():
     """As decode: exit 2, one line (was an internal error, exit 1)."""
-    for args in (["decode", "--format", "jsonl", SCHED], ["query", "select 1", SCHED]):
+    for args in (["decode", "--format", "jsonl", SCHED], ["query", "select 1", SCHED],
+                 ["info", SCHED], ["info", "--json", SCHED], ["list"]):
         done = subprocess.run(["sh", "-c", '"$0" -m ehtool "$@" >&-', sys.executable,
                                *args], capture_output=True, cwd=REPO, check=False)
         assert done.returncode == 2, (args, done.stderr)

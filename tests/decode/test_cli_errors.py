@@ -358,6 +358,61 @@ def test_signal_during_an_import_waits_for_the_import(tmp_path, monkeypatch, sig
     del sys.modules["ehtool_test_slow_import"]
 
 
+@pytest.mark.parametrize("out_format", ["json", "jsonl"])
+def test_a_cut_dat_capture_shows_the_complete_events_before_the_cut(tmp_path, out_format):
+    """Cut inside a record, a capture showed no event at all ('bad record size'): the
+    complete records before the cut are decoded, then the cut is the input's error, as
+    for perf.data."""
+    from golden import golden_path
+
+    src = golden_path("linuxtracepoints/EventHeaderInterceptorLE64.dat")
+    data = src.read_bytes()
+    offsets, pos = [], 0
+    while pos < len(data):
+        offsets.append(pos)
+        pos += int.from_bytes(data[pos:pos + 4], "little")
+    cut = tmp_path / "cut.dat"
+    cut.write_bytes(data[:offsets[300] + 40])  # 300 whole records, 40 bytes of the next
+    run = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--input-format", "dat",
+                          "--format", out_format, str(cut)], capture_output=True)
+    assert run.returncode == 1
+    assert run.stderr.decode() == (f"ehtool: error: {cut}: offset {offsets[300]:#x}: truncated "
+                                   f"record: {offsets[301] - offsets[300]} bytes, 40 left\n")
+    full = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--input-format", "dat",
+                           "--format", out_format, str(src)], capture_output=True)
+    if out_format == "jsonl":
+        shown = run.stdout.replace(str(cut).encode(), str(src).encode()).splitlines()
+        assert shown == full.stdout.splitlines()[:len(shown)] and len(shown) > 250
+    else:
+        shown = json.loads(run.stdout)[str(cut)]
+        assert shown == json.loads(full.stdout)[str(src)][:len(shown)] and len(shown) > 250
+
+
+@pytest.mark.parametrize("out_format", ["json", "parquet"])
+def test_output_onto_an_input_is_a_usage_error(tmp_path, out_format):
+    """``-o perf.data perf.data`` replaced the recording with its decoding."""
+    repo = Path(__file__).resolve().parents[2]
+    data = (repo / "examples" / "sched.data").read_bytes()
+    (tmp_path / "s.data").write_bytes(data)
+    (tmp_path / "link.data").symlink_to("s.data")
+    for output in ("s.data", "./link.data"):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format",
+                               out_format, "-o", output, "s.data"], capture_output=True,
+                              cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert f"-o {output} is the input s.data".encode() in done.stderr
+    assert (tmp_path / "s.data").read_bytes() == data
+
+
+def test_an_empty_filter_is_a_usage_error():
+    """``--filter ''`` kept every event in silence ('   ' was an error)."""
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--filter", "",
+                           str(repo / "examples" / "sched.data")], capture_output=True)
+    assert done.returncode == 2 and done.stdout == b""
+    assert b"--filter: empty expression" in done.stderr
+
+
 def test_a_malformed_dat_event_is_a_warning_and_its_raw_bytes(tmp_path):
     """Issue 13 item 5: one flipped byte in a .dat file stopped the decode with
     'internal error: EventHeaderError' and 0 of 374 events."""

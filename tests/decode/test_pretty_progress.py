@@ -57,6 +57,13 @@ def test_pretty_with_jsonl_is_a_usage_error():
     assert done.returncode == 2 and b"--pretty" in done.stderr and done.stdout == b""
 
 
+def test_pretty_with_compact_is_a_usage_error():
+    """--pretty won in silence."""
+    done = run("decode", "--pretty", "--compact", str(EXAMPLES / "sched.data"))
+    assert done.returncode == 2 and done.stdout == b""
+    assert b"--compact and --pretty" in done.stderr
+
+
 def test_progress_reports_bytes_read_of_total(monkeypatch):
     monkeypatch.setattr(decode_module, "_BATCH", 8)
     path = EXAMPLES / "sched.data"
