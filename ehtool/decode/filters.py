@@ -709,7 +709,7 @@ class Selection:
         if any(w is not None and w[0] == "abs" for w in (self.since, self.until)) \
                 and self._file.info.clock_data is None:
             self._time_warnings.append(
-                f"{name}: no clock data (perf record -k CLOCK_MONOTONIC), so a UTC "
+                f"{name}: no clock data (record with perf record -k monotonic), so a UTC "
                 "--since/--until cannot be placed: give seconds after the first event")
             return
         first, last = self._window[2:4]

@@ -28,8 +28,8 @@ _BILLION = 1_000_000_000
 
 def no_clock_warning(path: str) -> str:
     """``--time iso`` on a file without clock data: what the warning says."""
-    return (f"{path}: no clock data (record with perf record -k CLOCK_REALTIME or -k "
-            "monotonic): times are seconds of the session clock")
+    return (f"{path}: no clock data (record with perf record -k monotonic): times are "
+            "seconds of the session clock")
 
 
 def seconds_json(ns: int) -> bytes:
