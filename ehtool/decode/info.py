@@ -16,7 +16,7 @@ def summarize(path: str) -> dict[str, Any]:
     """Everything ``ehtool info`` prints, as plain data. A file that opens but is cut
     short or corrupt is summarized up to where it could be read, and its problems are
     listed under ``"problems"`` (a file that does not open raises)."""
-    from ehtool.errors import EhtoolError, InputError
+    from ehtool.errors import EhtoolError, InputError, input_name
     from ehtool.events import SampleConverter
     from ehtool.perfdata import PerfDataFile
     from ehtool.values.strings import escape_surrogates
@@ -52,7 +52,7 @@ def summarize(path: str) -> dict[str, Any]:
             time_range = {"first": clock.time_text(first), "last": clock.time_text(last),
                           "seconds": (last - first) / 1e9}
         return {
-            "file": path,
+            "file": input_name(path),
             "byte_order": "big-endian" if f.big_endian else "little-endian",
             "hostname": info.hostname,
             "os_release": info.osrelease,

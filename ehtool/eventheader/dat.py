@@ -21,6 +21,9 @@ def records(path: str) -> Iterator[tuple[int, str, bytes]]:
                 data = f.read()
         except OSError as exc:
             raise InputError(f"cannot open: {exc.strerror or exc}", path) from None
+    if data.startswith((b"PERFILE2", b"2ELIFREP")):
+        raise InputError("a perf.data file, not a .dat capture: leave out --input-format dat",
+                         path, 0)
     pos = 0
     while pos < len(data):
         if pos + 4 > len(data):

@@ -486,6 +486,14 @@ def test_a_dat_capture_without_input_format_dat_is_pointed_at_it(tmp_path):
     assert other.stderr.endswith(b"(no PERFILE2 magic)\n")
 
 
+def test_a_perf_data_file_with_input_format_dat_is_pointed_at_it():
+    """It said 'bad record size 1179796816' (the magic read as a size)."""
+    done = run("--input-format", "dat", str(REPO / "examples" / "sched.data"))
+    assert done.returncode == 1
+    assert done.stderr.endswith(b"offset 0x0: a perf.data file, not a .dat capture: leave out "
+                                b"--input-format dat\n"), done.stderr
+
+
 def test_an_input_error_is_not_followed_by_filter_warnings(tmp_path):
     """A file that did not open was followed by "no event of the input has 'pid'"."""
     for args in (["--filter", "pid > 1"], ["--since", "5"], ["--format", "text", "--filter",

@@ -54,3 +54,18 @@ def test_a_cut_file_is_summarized_up_to_the_cut(tmp_path):
     assert done.stderr == f"ehtool: error: {summary['problems'][0]}\n"
     text = info(str(path))
     assert text.returncode == 1 and "       218  total" in text.stdout
+
+
+def test_standard_input_is_named_stdin_as_decode_names_it():
+    """info called it '-'; decode, Parquet and query 'stdin'."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pipe = Path(__file__).resolve().parents[1] / "data" / "sched-pipe.data"
+    for args, read in ((["--json"], lambda out: json.loads(out)["file"]),
+                       ([], lambda out: out.split(b"\n")[0].split()[1].decode())):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "info", *args, "-"],
+                              input=pipe.read_bytes(), capture_output=True, check=True)
+        assert read(done.stdout) == "stdin"
