@@ -21,7 +21,7 @@ import struct
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -31,7 +31,9 @@ from ehtool.errors import (
     EhtoolError,
     InputError,
     OutputError,
+    UsageError,
     combined,
+    input_name,
     part_file_error,
     worker_signal,
 )
@@ -142,12 +144,20 @@ class _Crew:
 
 def batches(paths: list[str], columns: list[str] | None = None, jobs: int = 1,
             crew: _Crew | None = None,
-            problems: dict[str, list[InputError]] | None = None) -> Iterator[Any]:
+            problems: dict[str, list[InputError]] | None = None,
+            spent: Collection[str] = ()) -> Iterator[Any]:
     """:func:`ehtool.analysis.arrow.record_batches` of ``paths`` on up to ``jobs``
     processes (one when ``jobs`` is 1, a path is ``-``, or there is one part).
     ``crew``: how another thread stops them (:class:`Source`). ``problems``: instead of
     raising, keep each path's input errors there as they are met (a fatal one replaces
-    the problems before it and ends that file's rows) and go on with the next file."""
+    the problems before it and ends that file's rows) and go on with the next file.
+    ``spent``: inputs read once (standard input, a FIFO) that were read already: a
+    UsageError at the first batch (reopened, one is empty, the other waits forever)."""
+    again = [path for path in paths if path in spent]
+    if again:
+        raise UsageError(f"{input_name(again[0])} can be read once, and a statement before "
+                         "read it: save the columns first ('create temp table t as select "
+                         "... from events')")
     crew = crew or _Crew()
     todo = parts(paths, jobs) if jobs > 1 and "-" not in paths else []
     if len(todo) < 2:
@@ -522,11 +532,12 @@ class Source:
     not end it: each path's are kept in :attr:`problems` as they are met (see
     :func:`batches`), for the caller to report once the consumer is done."""
 
-    def __init__(self, paths: list[str], columns: list[str] | None, jobs: int) -> None:
+    def __init__(self, paths: list[str], columns: list[str] | None, jobs: int,
+                 spent: Collection[str] = ()) -> None:
         self.schema = schema(columns)
         self.crew = _Crew()
         self.problems: dict[str, list[InputError]] = {}
-        self.batches = batches(paths, columns, jobs, self.crew, self.problems)
+        self.batches = batches(paths, columns, jobs, self.crew, self.problems, spent)
         self.error: BaseException | None = None
 
     def __iter__(self) -> Iterator[Any]:

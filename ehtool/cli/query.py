@@ -88,9 +88,11 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
         paths = [p for p in inputs if p not in problems]
         out_format = out_format or ("table" if sys.stdout.isatty() else "csv")
         met = [problems]
+        read: set[str] = set()  # the inputs read once that a statement has read
         for statement in statements:
             met.append(_statement(duckdb, con, statement, paths, out_format,
-                                  jobs or available_cpus()))
+                                  jobs or available_cpus(), read))
+            read |= {path for path in met[-1] if read_once(path)}
         # the open-time problems (attributes, features) of the inputs no statement
         # reached: a LIMIT, a statement without 'events'
         reached = {path for m in met[1:] for path in m}
@@ -99,7 +101,7 @@ def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int |
 
 
 def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
-               jobs: int) -> dict[str, list]:
+               jobs: int, read: set[str] | frozenset[str] = frozenset()) -> dict[str, list]:
     """Run one statement over a fresh view 'events' and print its result; the input
     problems its stream met, per path. A statement that scans 'events' more than once
     (DuckDB cannot read a stream twice) runs over a temporary table of the columns it
@@ -116,13 +118,17 @@ def _statement(duckdb: Any, con: Any, statement: Any, paths: list[str], out_form
         needs = reads(con, statement.query)
     materialize = needs.scans is not None and needs.scans > 1
     try:
-        return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns,
-                        materialize)
+        met, result = _attempt(duckdb, con, statement, paths, out_format, jobs,
+                               needs.columns, materialize, read)
     except _Consumed:
         once = any(read_once(p) for p in paths)
         if materialize or once:
             raise UsageError(_CONSUMED_ONCE if once else _CONSUMED) from None
-    return _attempt(duckdb, con, statement, paths, out_format, jobs, needs.columns, True)
+        met, result = _attempt(duckdb, con, statement, paths, out_format, jobs,
+                               needs.columns, True, read)
+    if result is not None:
+        _print(*result, out_format)
+    return met
 
 
 class _Consumed(Exception):
@@ -138,12 +144,15 @@ _CONSUMED_ONCE = ("SQL: this statement reads 'events' more than once, and standa
 
 
 def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format: str,
-             jobs: int, columns: list[str] | None, materialize: bool) -> dict[str, list]:
-    """:func:`_statement` once, over a view of a stream of ``columns`` or (``materialize``)
-    of a temporary table that holds them."""
+             jobs: int, columns: list[str] | None, materialize: bool,
+             read: set[str] | frozenset[str]) -> tuple[dict[str, list], Any]:
+    """:func:`_statement` once (its input problems and result, not printed), over a
+    view of a stream of ``columns`` or (``materialize``) of a temporary table that holds
+    them; ``read``: the inputs read once that a statement before read (through a view
+    or a prepared statement, which no text shows: an error if the stream reaches one)."""
     from ehtool.analysis.parallel import Source
 
-    source = Source(paths, columns, jobs)
+    source = Source(paths, columns, jobs, spent=read)
     try:
         return _consumed(duckdb, con, statement, out_format, columns, materialize, source)
     finally:  # (DuckDB holds the reader past the statement)
@@ -152,7 +161,7 @@ def _attempt(duckdb: Any, con: Any, statement: Any, paths: list[str], out_format
 
 def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
               columns: list[str] | None, materialize: bool, source: Any
-              ) -> dict[str, list]:
+              ) -> tuple[dict[str, list], Any]:
     """:func:`_attempt` over ``source``."""
     from ehtool.cli.signals import interrupting
     from ehtool.errors import UsageError
@@ -193,9 +202,7 @@ def _consumed(duckdb: Any, con: Any, statement: Any, out_format: str,
                     con.execute(f"drop table if exists temp.{held}")
     if source.error is not None:
         raise source.error
-    if result is not None:
-        _print(*result, out_format)
-    return source.problems
+    return source.problems, result
 
 
 #: the view of the events: in the connection's own database, whichever is the current one

@@ -285,6 +285,29 @@ def test_statements_whose_pivot_reads_standard_input_once():
     assert rows(done) == [{"n": 23}]
 
 
+def test_standard_input_read_again_through_a_view_is_a_usage_error(tmp_path):
+    """The second statement saw no event (then 'no PERFILE2 magic'); a FIFO waited
+    forever for a writer."""
+    import os
+    import threading
+
+    sql = ("create view v as from events; select count(*) as n from v; "
+           "select count(*) as m from v")
+    done = ehtool("query", "--format", "jsonl", sql, "-", input=PIPE.read_bytes())
+    assert done.returncode == 2 and done.stdout == b'{"n":23}\n'
+    assert done.stderr == (b"ehtool: error: stdin can be read once, and a statement before "
+                           b"read it: save the columns first ('create temp table t as select "
+                           b"... from events')\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(PIPE.read_bytes()))
+    writer.start()
+    done = ehtool("query", "--format", "jsonl", sql, str(fifo), timeout=60)
+    writer.join()
+    assert done.returncode == 2 and done.stdout == b'{"n":23}\n'
+    assert done.stderr.startswith(f"ehtool: error: {fifo} can be read once".encode())
+
+
 def test_standard_input_given_twice_is_a_usage_error():
     done = ehtool("query", "select count(*) from events", "-", "-",
                   input=PIPE.read_bytes())
