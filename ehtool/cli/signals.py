@@ -48,7 +48,8 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
                 return
             signum = _held[0]
         if _importing(frame):
-            _held[:] = [signum]
+            if not _held:  # (the first signal decides)
+                _held.append(signum)
             signal.setitimer(signal.ITIMER_REAL, _RETRY)
             return
         _held.clear()
@@ -81,9 +82,12 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
     finally:
         sys.unraisablehook = hook
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _held.clear()
+        held, _held[:] = _held[:], []
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+    if held:  # it came during an import, and every retry met another one: acted on here
+        release_stdout()
+        raise KeyboardInterrupt if held[0] == signal.SIGINT else SignalExit(held[0])
 
 
 @contextmanager

@@ -26,6 +26,7 @@ import functools
 import mmap
 import os
 import signal
+import stat
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
@@ -137,10 +138,16 @@ class HeldOutput:
         return view
 
     def flush_written(self) -> None:
-        """Ended early: flush what was written since the turn came (whole writes)."""
+        """Ended early: flush what was written since the turn came (whole writes), into a
+        regular file (into a pipe the output is cut anyway, and a reader that stopped
+        reading would keep the flush waiting for ever)."""
         if self._direct is not None:
             with contextlib.suppress(OSError, ValueError):
-                self._direct.flush()
+                if stat.S_ISREG(os.fstat(self.fd).st_mode):
+                    self._direct.flush()
+                    return
+            _abandoned.append(self._direct)  # (freed, it would flush: the worker exits
+            #                                   through os._exit, which frees nothing)
 
     def finish(self) -> bool:
         """Wait for the turn and write what is held; False if the caller is gone."""
@@ -182,6 +189,8 @@ class HeldOutput:
                 copy_rest(spill, self._direct)
 
 
+#: writers to an output a worker stopped writing to, never flushed
+_abandoned: list[BinaryIO] = []
 #: (handler, signal number) of a terminating signal that came while this worker wrote
 #: straight to the output, to be acted on before its next write
 _noted: list[tuple[Callable[[int, Any], None], int]] = []
@@ -190,11 +199,13 @@ _writing: list[bool] = []
 
 
 def defer_signals() -> None:
-    """In a file worker: a terminating signal that comes while it writes straight to the
-    output is acted on (its handler runs) before its next write, so that the output
-    ends with a whole one: raised at once, it could stop a write in the middle (an
-    interrupted system call runs the handler there), and the caller would close the
-    document after half an event. At any other time the handler runs at once."""
+    """In a file worker writing into a regular file: a terminating signal that comes
+    while it writes straight to the output is acted on (its handler runs) before its
+    next write, so that the output ends with a whole one: raised at once, it could stop
+    a write in the middle (an interrupted system call runs the handler there), and the
+    caller would close the document after half an event. At any other time the handler
+    runs at once. (Not into a pipe: a write there may wait for its reader for ever, and
+    a signal cuts that output anyway.)"""
     for sig in workers.HELD:
         handler = signal.getsignal(sig)
         if callable(handler):

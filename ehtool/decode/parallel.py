@@ -501,7 +501,8 @@ def _file_worker(paths: list[str], task: bytes | None, options: DecodeOptions,
         held: HeldOutput | None = None
         try:
             workers.release()  # (held since the fork)
-            defer_signals()
+            if stat.S_ISREG(os.fstat(fd).st_mode):  # (a pipe's output is cut anyway)
+                defer_signals()
             held = HeldOutput(fd, limit, spare)
             sub = writer.continuation(held, first=True)
             for index in range(first, first + count):
