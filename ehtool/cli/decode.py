@@ -244,10 +244,10 @@ def _refuse_output_over_input(output: str | None, inputs: tuple[str, ...]) -> No
     with its own decoding)."""
     import os
 
-    if output in (None, "-"):
+    if output in (None, "-") or not os.path.exists(output):
         return
     for path in inputs:
-        if path != "-" and os.path.exists(output):
+        if path != "-":
             try:
                 same = os.path.samefile(output, path)
             except OSError:

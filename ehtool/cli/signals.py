@@ -55,10 +55,7 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         _held.clear()
         for sig in old:
             signal.signal(sig, signal.SIG_IGN)
-        release_stdout()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SignalExit(signum)
+        _end(signum)
 
     def unraisable(info: Any) -> None:
         """Python discards an exception raised where nothing can catch it (a weakref
@@ -86,8 +83,16 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
     if held:  # it came during an import, and every retry met another one: acted on here
-        release_stdout()
-        raise KeyboardInterrupt if held[0] == signal.SIGINT else SignalExit(held[0])
+        _end(held[0])
+
+
+def _end(signum: int) -> None:
+    """End the command as signal ``signum`` does: KeyboardInterrupt for SIGINT, else
+    :class:`SignalExit` (standard output let go first when it is a pipe)."""
+    release_stdout()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SignalExit(signum)
 
 
 @contextmanager
