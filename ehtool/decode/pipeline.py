@@ -8,7 +8,8 @@
         errors = decode_to(out, ["perf.data"], DecodeOptions())
 
 Every complete record is written before an input error is reported, and the
-document is always closed, so the output stays valid JSON.
+document is always closed, so the output stays valid JSON (but a pipe or a socket,
+which a signal that stops the decode leaves cut).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ehtool.decode.parallel import (
     parts_for,
     split_batches,
 )
-from ehtool.errors import EhtoolError, InputError, combined, input_name
+from ehtool.errors import EhtoolError, InputError, SignalExit, combined, input_name
 from ehtool.render.meta_keys import FILE_KEY
 from ehtool.render.times import no_clock_warning
 
@@ -57,6 +58,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
     errors: list[EhtoolError] = []
     restore_collections = fewer_collections()  # (batches: fewer scans)
+    close = True
     try:
         if _side_by_side(inputs, options, out):
             _preload(options)
@@ -70,10 +72,29 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
             return errors
         for path in inputs:
             _write_input(path, options, progress, writer, errors)
+    except (KeyboardInterrupt, SignalExit):
+        close = not _is_stream(out)
+        raise
     finally:
         restore_collections()
-        writer.close()
+        if close:
+            writer.close()
     return errors
+
+
+def _is_stream(out: BinaryIO) -> bool:
+    """Whether ``out`` is a pipe or a socket. Stopped by a signal (its own or a
+    worker's), the decode leaves such an output cut where it is: the closing of the
+    document would wait for ever on a reader that stopped reading (a file gets it, and
+    stays valid JSON)."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(out.fileno()).st_mode
+    except (OSError, AttributeError, ValueError):  # io.BytesIO and the like
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _side_by_side(inputs: list[str], options: DecodeOptions, out: BinaryIO) -> bool:

@@ -548,6 +548,37 @@ def test_a_signal_ends_the_workers_side_by_side(big, sig, first):
     proc.stdout.close()
 
 
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(c) for c in f.read().split()]
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"),
+                    reason="no /proc/PID/task/TID/children in this kernel")
+def test_a_signal_that_ends_only_the_workers_does_not_wait_on_a_stalled_pipe(big):
+    """The workers (not the calling process) get SIGTERM while the output is a pipe
+    whose reader stopped reading: ehtool exits 143, leaving the output cut, instead of
+    waiting for ever to write the document's closing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "decode", "-j", "2", big, big, big],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        time.sleep(1.5)  # (the pipe is full: the head waits to write, the other holds)
+        workers = _children(proc.pid)
+        assert workers
+        for pid in workers:
+            os.kill(pid, signal.SIGTERM)
+        assert proc.wait(10) == 128 + signal.SIGTERM
+    finally:
+        assert _group_gone(proc.pid, 5)
+        proc.stdout.close()
+
+
 _AT_A_GIVE = """
 import os, signal, sys, time
 import ehtool.decode.parallel as parallel
