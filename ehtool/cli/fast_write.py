@@ -65,6 +65,8 @@ def run(args: list[str]) -> int | None:
     if parsed is None:
         return None
     (provider, event, *fields), values, flags = parsed
+    if flags["dry_run"] and sys.stdout is None:
+        return None  # (click's command says that standard output is closed)
     verbose = flags["verbose"]
 
     def say(message: str) -> None:

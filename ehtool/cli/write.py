@@ -94,6 +94,10 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
         if verbose:
             click.echo(message, err=True)
 
+    if dry_run:
+        from ehtool.cli.options import require_stdout
+
+        require_stdout("--dry-run's events are")
     out = sys.stdout
     if show_decoded:
         if not dry_run:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
+
+import pytest
 
 
 def ehtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -50,3 +53,15 @@ def test_batch_lines():
 def test_decode_needs_dry_run():
     run = ehtool("write", "--decode", "P", "E")
     assert run.returncode == 2 and "--dry-run" in run.stderr
+
+
+@pytest.mark.parametrize("args", [["--dry-run", "P", "E", "n:u32=7"],
+                                  ["--dry-run", "--decode", "P", "E"],
+                                  ["--dry-run", "--batch"]])
+def test_dry_run_with_stdout_closed_is_a_usage_error(args):
+    """``ehtool write --dry-run ... >&-``: what it would write has nowhere to go (both the
+    click-free path and the click command say so, exit 2, no internal error)."""
+    done = subprocess.run(f"{sys.executable} -m ehtool write {shlex.join(args)} >&- <<< ''",
+                          shell=True, executable="/bin/bash", stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("ehtool: error: standard output is closed; --dry-run's")
