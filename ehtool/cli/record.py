@@ -87,7 +87,7 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     """
     from ehtool.errors import UsageError
     from ehtool.record.specs import collect_specs
-    from ehtool.record.supervisor import Recorder, RecordOptions
+    from ehtool.record.supervisor import READER_GONE, Recorder, RecordOptions
 
     command = ctx.meta.get("ehtool_record_command", [])
     if "ehtool_record_command" in ctx.meta and not command:
@@ -123,7 +123,7 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
         click.echo(result.perf_stderr.rstrip(), err=True)
     for name in result.registered:
         info(f"registered and released {name}")
-    if result.stats is not None:
+    if result.stats is not None and result.stop_reason != READER_GONE:
         where = "streamed" if decode or output == "-" else f"wrote {output}:"
         say(f"{where} {result.stats.samples} samples, {result.stats.lost} lost")
     sys.exit(result.exit_status)

@@ -62,6 +62,8 @@ from ehtool.record.stream import StreamRelay
 from ehtool.record.tracepoints import TracepointHolder
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: the stop reason when the reader of the live stream went away (the command exits 0)
+READER_GONE = "the reader went away"
 #: signals a terminal sends to its whole foreground process group
 _TTY_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 
@@ -214,6 +216,11 @@ class Recorder:
             perf.stop(o.perf_stop_timeout)
             result.exit_status = 130
             return
+        except ExternalError:
+            if not self._reader_gone(perf):
+                raise
+            result.stop_reason = READER_GONE
+            return
         result.ready_seconds = time.monotonic() - started
         child = None
         if command:
@@ -231,6 +238,9 @@ class Recorder:
             result.command_status = self._stop_command(child, result.stop_reason)
         if perf.poll() is None:
             perf.stop(o.perf_stop_timeout if self.stop_requests < 2 else 2.0)
+        if self._reader_gone(perf):
+            result.stop_reason = READER_GONE
+            return  # (exit 0, as any command whose reader went away: COMMAND was stopped)
         if not perf.succeeded:
             raise ExternalError(perf.failure_message())
         if perf.stop_signal == signal.SIGKILL:
@@ -238,6 +248,12 @@ class Recorder:
         if result.command_status is not None:
             rc = result.command_status
             result.exit_status = 128 - rc if rc < 0 else rc
+
+    def _reader_gone(self, perf: PerfSession) -> bool:
+        """Whether perf died of SIGPIPE because the reader of the live stream (standard
+        output's, or the decoder, whose own reader went away) stopped reading."""
+        return (self._relay is not None and self._relay.broken_pipe
+                and perf.returncode == -signal.SIGPIPE)
 
     def _wait_for_end(self, perf: PerfSession, child: subprocess.Popen | None) -> str:
         """Block until something ends the session; return why."""
@@ -342,6 +358,8 @@ class Recorder:
 
     def _summarize(self, result: RecordResult) -> None:
         o = self.options
+        if result.stop_reason == READER_GONE:
+            return  # (quietly: the stream was cut where its reader left)
         if result.decoder_status:
             o.warn(f"the decoder exited with status {result.decoder_status}")
             if result.exit_status == 0:

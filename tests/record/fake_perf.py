@@ -8,7 +8,9 @@ Environment:
   message), ``noack`` (never answers ``enable``), ``ignore-int`` (ignores
   SIGINT, stops on SIGTERM), ``ignore-all`` (only SIGKILL ends it),
   ``exit-early`` (acks, then exits 1 after 0.3 s), ``usage`` (an unknown
-  option: perf's error line, then its usage text, exit 129)
+  option: perf's error line, then its usage text, exit 129), ``stream`` (with
+  ``-o -``, a FINISHED_ROUND record every 10 ms after the header; SIGPIPE kills it,
+  as it kills perf)
 * ``FAKE_PERF_OLD=1``: ``perf record -h`` shows no ``fifo:`` control
 * ``FAKE_PERF_LOG``: file that gets one line per thing that happened
 * ``FAKE_PERF_MARKER``: file created just before the ack is sent
@@ -38,6 +40,7 @@ HELP = """
 USAGE = "\n Usage: perf record [<options>] [<command>]\n" + "".join(
     f"    -{chr(97 + i % 26)}, --option-{i:03} <n>   what option {i} does\n" for i in range(120))
 PIPE_HEADER = b"PERFILE2" + (16).to_bytes(8, "little")
+FINISHED_ROUND = (68).to_bytes(4, "little") + (0).to_bytes(2, "little") + (8).to_bytes(2, "little")
 CONTROL = """        --control <fd:ctl-fd[,ack-fd] or fifo:ctl-fifo[,ack-fifo]>
                           Listen on ctl-fd descriptor for command to control measurement
 """
@@ -50,7 +53,8 @@ def log(line: str) -> None:
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (as in perf: a write to a pipe
+    args = sys.argv[1:]                           # nobody reads kills it)
     if args[:1] == ["version"]:
         print("perf version 6.1.99")
         return
@@ -107,6 +111,10 @@ def main() -> None:
         else:
             time.sleep(0.05)
             acked_at = acked_at or time.monotonic()
+        if MODE == "stream" and output == "-":
+            sys.stdout.buffer.write(FINISHED_ROUND)
+            sys.stdout.buffer.flush()
+            time.sleep(0.01)
         if MODE == "exit-early" and acked_at and time.monotonic() - acked_at > 0.3:
             sys.stderr.write("perf: mmap failed\n")
             log("exit-early")

@@ -173,6 +173,25 @@ def test_live_decode(tmp_path):
     assert os.listdir(tmp_path) == []  # no perf.data: the data went through the pipe
 
 
+@pytest.mark.parametrize("args", [["-o", "-"], ["--decode"]])
+def test_a_reader_that_goes_away_ends_the_recording_quietly(tmp_path, args):
+    """``ehtool record -o - ... | head -c 100`` (or ``--decode ... | head -1``): perf dies
+    of SIGPIPE once the reader has gone, and ehtool exits 0 without a word, as any
+    command whose reader went away (it said 'perf was killed by SIGPIPE', exit 5)."""
+    if "--decode" in args and _decoder_problem():
+        pytest.skip(_decoder_problem())
+    cut = "head -1" if "--decode" in args else "head -c 100"
+    script = (f"{sys.executable} -m ehtool record {' '.join(args)} --duration 30 "
+              f":sched:sched_switch -- sh -c 'while :; do sleep 0.01; done' | {cut} > /dev/null;"
+              " exit ${PIPESTATUS[0]}")
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, stderr=subprocess.PIPE,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 20  # (not --duration's end)
+    assert "error" not in done.stderr and "warning" not in done.stderr, done.stderr
+
+
 def test_pipe_mode_with_command_keeps_the_commands_output_out_of_the_stream(tmp_path):
     """With -o -, stdout is perf's data: COMMAND's stdout goes to stderr."""
     problem = _decoder_problem()

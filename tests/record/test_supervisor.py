@@ -208,3 +208,40 @@ def test_decode_is_live_and_counts_lost_events(lossy_perf, capfdbinary):
     assert b"hello" in err
     assert "--no-buffering" in env.events()[0].split()
     assert LOST_WARNING in opts.messages
+
+
+_READER_GONE = """
+import sys
+from ehtool.record import supervisor
+from ehtool.cli import main
+
+class Holder:
+    def __init__(self, specs): self.specs = list(specs)
+    def plan(self): return []
+    def acquire(self): return [s.tracepoint for s in self.specs]
+    def release(self): return []
+
+supervisor.TracepointHolder = Holder
+import ehtool.record.checks, ehtool.record.tracepoints
+ehtool.record.checks.check_permissions = lambda perf, tracefs: None
+ehtool.record.tracepoints.locate_tracefs = lambda: "/nonexistent"
+main(["record", "--perf", sys.argv[1], "-o", "-", "--duration", "30", "MyProv_L5K1"])
+"""
+
+
+def test_a_reader_that_goes_away_ends_a_pipe_recording_quietly(env, tmp_path):
+    """perf (the fake, which SIGPIPE kills as it kills perf) writes into a pipe whose
+    reader, ``head -c 100``, has gone: exit 0 at once, nothing said."""
+    import subprocess
+    import sys
+
+    env.mode("stream")
+    script = tmp_path / "reader_gone.py"
+    script.write_text(_READER_GONE)
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", f"{sys.executable} {script} {env.path} | head -c 100"
+                           " > /dev/null; exit ${PIPESTATUS[0]}"],
+                          stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 20
+    assert "error" not in done.stderr and "warning" not in done.stderr, done.stderr
