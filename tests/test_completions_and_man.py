@@ -72,6 +72,9 @@ def test_fish_completes_commands_options_choices_and_files(path_with_ehtool):
     assert any(c.startswith("--sort\ttime: ") for c in complete("ehtool decode --so"))
     assert complete("ehtool decode --sort ") == ["file", "time"]
     assert "examples/sched.data" in complete("ehtool decode examples/sc")
+    # fish replaces the whole word: an option's value after '=' comes back with it
+    assert complete("ehtool decode --format=j") == ["--format=json", "--format=jsonl"]
+    assert complete("ehtool decode --meta=+co") == ["--meta=+comm", "--meta=+common"]
 
 
 def test_zsh_function_turns_the_response_into_candidates(path_with_ehtool):
@@ -96,6 +99,10 @@ def test_zsh_function_turns_the_response_into_candidates(path_with_ehtool):
                                          "reads a..."]
     assert complete("ehtool", "decode", "--sort", "''") == ["added time", "added file"]
     assert complete("ehtool", "decode", "''") == ["files -f"]
+    # zsh replaces the whole word: '--format=j' becomes '--format=json', not 'json'
+    assert complete("ehtool", "decode", "--format=j") == ["added --format=json",
+                                                         "added --format=jsonl"]
+    assert complete("ehtool", "decode", "--time=n") == ["added --time=ns"]
 
 
 def _commands():

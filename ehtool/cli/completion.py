@@ -147,9 +147,27 @@ def install() -> None:
     from click.shell_completion import (
         BashComplete,
         FishComplete,
+        ZshComplete,
         add_completion_class,
         split_arg_string,
     )
+
+    class WholeWord:
+        """zsh and fish replace the whole word being completed: for ``--format=j`` (click
+        completes the value, ``json``) the candidate is ``--format=json``."""
+
+        _option = ""
+
+        def get_completion_args(self) -> tuple[list[str], str]:
+            args, incomplete = super().get_completion_args()  # type: ignore[misc]
+            name, eq, _ = incomplete.partition("=")
+            self._option = name + eq if eq and name.startswith("-") else ""
+            return args, incomplete
+
+        def whole(self, item: CompletionItem) -> CompletionItem:
+            if not self._option or item.type != "plain":
+                return item
+            return CompletionItem(self._option + item.value, type=item.type, help=item.help)
 
     class EhtoolBashComplete(BashComplete):
         source_template = _BASH_SOURCE
@@ -172,14 +190,20 @@ def install() -> None:
                 value = value[len(self._kept):]  # bash keeps that part of the word
             return f"{item.type},{value}"
 
-    class EhtoolFishComplete(FishComplete):
+    class EhtoolFishComplete(WholeWord, FishComplete):
         source_template = _FISH_SOURCE
 
         def format_completion(self, item: CompletionItem) -> str:
             def flat(text: str) -> str:
                 return " ".join(text.split())
 
+            item = self.whole(item)
             return f"{item.type}\t{flat(item.value)}\t{flat(item.help or '') or '_'}"
 
+    class EhtoolZshComplete(WholeWord, ZshComplete):
+        def format_completion(self, item: CompletionItem) -> str:
+            return super().format_completion(self.whole(item))
+
     add_completion_class(EhtoolFishComplete, "fish")
+    add_completion_class(EhtoolZshComplete, "zsh")
     add_completion_class(EhtoolBashComplete, "bash")
