@@ -76,8 +76,13 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
     try:
         if fast and args[:1] == ["write"] and "_EHTOOL_COMPLETE" not in os.environ:
             from ehtool.cli.fast_write import run as run_fast
+            from ehtool.errors import UsageError
 
-            status = run_fast(args[1:])
+            try:
+                status = run_fast(args[1:])
+            except UsageError as exc:  # (as the click command says it)
+                exc.args = (f"{exc} (see 'ehtool write --help')",)
+                raise
             if status is not None:
                 sys.exit(status)
         from ehtool.cli.app import run

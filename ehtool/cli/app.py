@@ -85,9 +85,16 @@ def run(args: list[str]) -> None:
         install()
         cli.main(args=args, prog_name="ehtool")
         return
+    from ehtool.errors import UsageError
+
+    ctx = None
     try:
         with cli.make_context("ehtool", list(args)) as ctx:
             cli.invoke(ctx)
+    except UsageError as exc:  # found by a command, past click's checks: the same hint
+        if ctx is not None and ctx.invoked_subcommand and "--help')" not in str(exc):
+            exc.args = (f"{exc} (see '{ctx.command_path} {ctx.invoked_subcommand} --help')",)
+        raise
     except click.exceptions.Abort:
         click.echo("ehtool: aborted", err=True)
         raise SystemExit(130) from None

@@ -30,7 +30,7 @@ class _RecordCommand(click.Command):
               help="perf.data file to write; '-' streams pipe-mode data to stdout "
                    "(COMMAND's stdout then goes to stderr).")
 @click.option("-i", "--input", "spec_files", multiple=True, metavar="FILE",
-              type=options.Path(dir_okay=False, allow_dash=True),
+              type=options.Path(allow_dash=True),  # (a directory: bad input, exit 1)
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
 @provider_set("Record")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",

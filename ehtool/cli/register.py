@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("definitions", nargs=-1, metavar="[DEFINITION...]")
 @click.option("-i", "--input", "files", multiple=True, metavar="FILE",
-              type=options.Path(dir_okay=False, allow_dash=True),
+              type=options.Path(allow_dash=True),  # (a directory: bad input, exit 1)
               help="Read definitions from FILE, one a line ('#' comments and blank lines "
                    "skipped). Repeatable.")
 @provider_set("Register")

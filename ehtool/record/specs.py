@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ehtool.errors import UsageError
+from ehtool.errors import InputError, UsageError
 from ehtool.eventheader.names import (
     EVENTHEADER_COMMAND_TYPES,
     NAME_MAX,
@@ -152,7 +152,7 @@ def read_spec_file(path: str | Path) -> list[TracepointSpec]:
         else:
             text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{label}: cannot read spec file: {_brief(exc)}") from None
+        raise InputError(f"{label}: cannot read spec file: {_brief(exc)}") from None
     specs = []
     for number, line in enumerate(text.splitlines(), 1):
         spec = parse_spec(line, f"{label}:{number}")

@@ -128,8 +128,9 @@ def test_register_file_errors_name_the_line(tmp_path, capsys):
     defs.write_text("# header\nGood_L5K1\n\nBad_L5\n")
     rc, _, err = _run(capsys, "register", "--no-wait", "-i", str(defs))
     assert rc == 2 and f"{defs}:4:" in err
+    assert err.endswith("(see 'ehtool register --help')\n")  # (a usage error's hint)
     rc, _, err = _run(capsys, "register", "-i", str(tmp_path / "missing.txt"))
-    assert rc == 2 and "missing.txt: cannot read spec file" in err
+    assert rc == 1 and "missing.txt: cannot read spec file" in err  # (bad input)
 
 
 def test_a_tracefs_out_of_reach_gives_the_permission_hint(tmp_path, monkeypatch, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ehtool.errors import InputError
 from ehtool.eventheader.names import EVENTHEADER_COMMAND_TYPES
 from ehtool.record.specs import (
     SpecError,
@@ -80,8 +81,12 @@ def test_read_spec_file_errors(tmp_path):
     bad.write_text("MyProv_L5K1\nNotEventHeader\n")
     with pytest.raises(SpecError, match=r"bad\.txt:2: "):
         read_spec_file(bad)
-    with pytest.raises(SpecError, match="cannot read spec file"):
+    # an input that cannot be read is bad input (exit 1), not a usage error
+    with pytest.raises(InputError, match="cannot read spec file") as missing:
         read_spec_file(tmp_path / "missing.txt")
+    assert missing.value.exit_code == 1
+    with pytest.raises(InputError, match="cannot read spec file"):
+        read_spec_file(tmp_path)
 
 
 def test_read_spec_file_dash_reads_stdin(monkeypatch):
