@@ -155,7 +155,7 @@ def generate() -> dict[str, str]:
     from ehtool import __version__
     from ehtool.cli import cli
 
-    root = click.Context(cli, info_name="ehtool")
+    root = click.Context(cli, info_name="ehtool", **cli.context_settings)  # (-h too)
     pages = {"ehtool.1": page("ehtool", cli, root, __version__)}
     for sub in cli.list_commands(root):
         cmd = cli.get_command(root, sub)

@@ -113,7 +113,7 @@ def _commands():
 
 
 @pytest.mark.parametrize("name", ["ehtool", "decode", "info", "register", "unregister", "list",
-                                  "write", "record"])
+                                  "write", "record", "query"])
 def test_man_page_documents_every_option_and_renders(name):
     page = REPO / "man" / ("ehtool.1" if name == "ehtool" else f"ehtool-{name}.1")
     text = page.read_text()
@@ -123,6 +123,7 @@ def test_man_page_documents_every_option_and_renders(name):
             if isinstance(param, click.Option):
                 for opt in param.opts:
                     assert opt.replace("-", "\\-") in text, (name, opt)
+    assert ".B \\-h, \\-\\-help\n" in text  # (as --help lists it)
     groff = shutil.which("groff")
     if groff is None:
         pytest.skip("groff is not installed")

@@ -51,6 +51,20 @@ def provider_set(verb: str) -> Callable[[F], F]:
     return decorate
 
 
+def require_provider(provider: str | None) -> None:
+    """A usage error when --level or --keyword is given without --provider (they choose
+    its tracepoints: alone, they would be ignored)."""
+    from click.core import ParameterSource
+
+    if provider is not None:
+        return
+    ctx = click.get_current_context()
+    for name, option in (("levels", "--level"), ("keywords", "--keyword")):
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None):
+            raise click.UsageError(f"{option} needs --provider (it chooses that provider's "
+                                   "tracepoints)")
+
+
 class Path(click.Path):
     """``click.Path`` that refuses an empty text (``-o ''`` is a slip of the shell, never
     the current directory nor standard output)."""

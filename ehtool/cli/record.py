@@ -9,7 +9,7 @@ import click
 
 from ehtool.cli import options
 from ehtool.cli.completion import complete_tracepoints
-from ehtool.cli.options import provider_set
+from ehtool.cli.options import provider_set, require_provider
 
 
 class _RecordCommand(click.Command):
@@ -92,6 +92,9 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     command = ctx.meta.get("ehtool_record_command", [])
     if "ehtool_record_command" in ctx.meta and not command:
         raise UsageError("nothing after '--': give a COMMAND or drop the '--'")
+    require_provider(provider)
+    if decode_args and not decode:
+        raise click.UsageError("--decode-arg needs --decode (it is passed to that decoder)")
     parsed = collect_specs(specs, spec_files, provider, levels, keywords, group)
     if not parsed:
         raise UsageError("nothing to record: give a SPEC, -i FILE or --provider")

@@ -55,6 +55,7 @@ def register(definitions: tuple[str, ...], files: tuple[str, ...], provider: str
     from ehtool.kernel.registry import register_all, stop_signals
     from ehtool.record.specs import collect_specs
 
+    options.require_provider(provider)
     specs = collect_specs(definitions, files, provider, levels, keywords, group)
     if not specs:
         raise UsageError("nothing to register: give DEFINITIONs, -i FILE or --provider")

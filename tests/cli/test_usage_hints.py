@@ -20,6 +20,10 @@ def ehtool(*args: str) -> subprocess.CompletedProcess:
     (["write", "--dry-run", "--activity", "nope", "P", "E"], "write"),
     (["write", "--dry-run", "-v", "--", "P", "E", "n:u99=1"], "write"),
     (["record", "-o", "/nonexistent/dir/f.data", "MyProv_L5K1"], "record"),
+    # options that would be ignored
+    (["record", "--level", "3", ":sched:sched_switch"], "record"),
+    (["record", "--decode-arg=--format=jsonl", ":sched:sched_switch"], "record"),
+    (["register", "--keyword", "0x2", "MyProv_L5K1"], "register"),
 ])
 def test_a_commands_usage_error_says_where_help_is(args, command):
     done = ehtool(*args)
