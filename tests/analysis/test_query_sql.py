@@ -297,7 +297,7 @@ def test_standard_input_read_again_through_a_view_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and done.stdout == b'{"n":23}\n'
     assert done.stderr == (b"ehtool: error: stdin can be read once, and a statement before "
                            b"read it: save the columns first ('create temp table t as select "
-                           b"... from events')\n")
+                           b"... from events') (see 'ehtool query --help')\n")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     writer = threading.Thread(target=lambda: fifo.write_bytes(PIPE.read_bytes()))
