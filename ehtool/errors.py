@@ -15,6 +15,8 @@ Exit codes (documented in README.md and the man pages):
 
 from __future__ import annotations
 
+import os
+
 EXIT_INPUT = 1
 EXIT_USAGE = 2
 EXIT_DISABLED = 3
@@ -47,6 +49,23 @@ class InputError(EhtoolError):
         super().__init__(f"{': '.join(where)}: {message}" if where else message)
         self.path = path
         self.offset = offset
+
+    @classmethod
+    def located(cls, text: str, path: str | None, offset: int | None) -> InputError:
+        """An error whose message ``text`` names ``path`` and ``offset`` already (another
+        one's ``str()``: passed on from a worker process, or combined)."""
+        err = cls(text)
+        err.path, err.offset = path, offset
+        return err
+
+    def record(self) -> list:
+        """``[message, path, offset]``, JSON for another process (:meth:`from_record`)."""
+        path = self.path if self.path is None else os.fspath(self.path)
+        return [str(self), path, self.offset]
+
+    @classmethod
+    def from_record(cls, record: list) -> InputError:
+        return cls.located(*record)
 
 
 class OutputError(EhtoolError):
@@ -126,7 +145,8 @@ def combined(problems: list[InputError]) -> InputError:
     first = problems[0]
     if len(problems) == 1:
         return first
-    return InputError(f"{first.args[0]} (and {len(problems) - 1} more problems)")
+    return InputError.located(f"{first.args[0]} (and {len(problems) - 1} more problems)",
+                              first.path, first.offset)
 
 
 def brief(exc: Exception) -> str:

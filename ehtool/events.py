@@ -238,8 +238,14 @@ class EventFile:
                  fields_json: bool = False) -> None:
         from ehtool.perfdata import PerfDataFile
 
+        if order not in ("time", "file"):
+            raise ValueError(f"order must be 'time' or 'file', not {order!r}")
+        if part is not None and not 0 <= part[0] < part[1]:
+            raise ValueError(f"part {part[0]} of {part[1]}")
         self.path = os.fspath(path)
         self.order = order
+        #: an iteration is under way (the reader's state is one per file)
+        self._iterating = False
         self.fields = fields
         #: the fields as :attr:`Event.fields_json` (see ``SampleConverter.convert``)
         self.fields_json = fields_json and fields is None
@@ -276,24 +282,42 @@ class EventFile:
             perf.stop_at_split(targets[k])
 
     def __iter__(self) -> Iterator[Event]:
-        if self.empty:
-            return
-        convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
-        for sample in self.perf.samples(order=self.order):
-            yield convert(sample, fields, as_json)
+        self._start()
+        try:
+            if self.empty:
+                return
+            convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
+            for sample in self.perf.samples(order=self.order):
+                yield convert(sample, fields, as_json)
+        finally:
+            self._iterating = False
+
+    def _start(self) -> None:
+        """Before an iteration: ValueError once closed, RuntimeError while another one is
+        under way (each reads the file with the same reader: open it again instead)."""
+        if self.perf.closed:
+            raise ValueError(f"{self.path}: the EventFile is closed")
+        if self._iterating:
+            raise RuntimeError(f"{self.path}: an EventFile is read by one iteration at a "
+                               "time (finish or close the other, or open the file again)")
+        self._iterating = True
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options
         (:class:`ehtool.decode.filters.Selection`: ``bind``, ``filter_batch``), checked
         on the samples a batch at a time, as JSON output checks them, before they
         become events."""
-        if self.empty:
-            return
-        selection.bind(self.perf, decimal_pids=self.converter.decimal_pids)  # (these values)
-        convert, fields = self.converter.convert, self.fields
-        for batch in self.perf.batches(self.order, nonsample=False):
-            for sample in selection.filter_batch(batch):
-                yield convert(sample, fields)
+        self._start()
+        try:
+            if self.empty:
+                return
+            selection.bind(self.perf, decimal_pids=self.converter.decimal_pids)
+            convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
+            for batch in self.perf.batches(self.order, nonsample=False):
+                for sample in selection.filter_batch(batch):
+                    yield convert(sample, fields, as_json)
+        finally:
+            self._iterating = False
 
     def close(self) -> None:
         self.perf.close()

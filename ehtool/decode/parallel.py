@@ -66,9 +66,10 @@ class WorkerReport:
     started: bool = False
     count: int = 0
     warnings: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    #: a fatal input error in this part: the parts after it are dropped
-    fatal: str | None = None
+    problems: list[list] = field(default_factory=list)  # (``InputError.record()``)
+    #: a fatal input error in this part (``InputError.record()``): the parts after it
+    #: are dropped
+    fatal: list | None = None
     signal: int = 0
     internal: str | None = None
     #: the worker could not write its part (ENOSPC, EFBIG): -o FILE is left as it was
@@ -146,7 +147,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             yield Spliced(out, report.count)
             _replay(report, options, problems)
             if report.fatal:
-                raise InputError(report.fatal)
+                raise InputError.from_record(report.fatal)
 
 
 def _fork_chain(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
@@ -171,7 +172,7 @@ def _replay(report: WorkerReport, options: DecodeOptions, problems: list[InputEr
     if options.warn is not None:
         for message in report.warnings:
             options.warn(message)
-    problems += [InputError(message) for message in report.problems]
+    problems += [InputError.from_record(record) for record in report.problems]
 
 
 def _write_part(batches: Iterator[Batch], sub: EventsWriter, report: WorkerReport) -> None:
@@ -188,7 +189,8 @@ def _write_part(batches: Iterator[Batch], sub: EventsWriter, report: WorkerRepor
     except OutputError:
         raise  # (not the input's: the worker could not hold or write its events)
     except EhtoolError as exc:
-        report.fatal = str(exc)
+        report.fatal = (exc.record() if isinstance(exc, InputError)
+                        else InputError(str(exc)).record())
 
 
 def _ended(report: WorkerReport, exc: BaseException, *, part: bool) -> None:
@@ -228,7 +230,7 @@ def _worker(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions, write
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
     report = WorkerReport()
-    f.on_error = lambda err: report.problems.append(str(err))
+    f.on_error = lambda err: report.problems.append(err.record())
     fmt.warn = report.warnings.append  # no handler exists yet: this is the one they take
     child = 0
     try:

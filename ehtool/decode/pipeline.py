@@ -15,6 +15,7 @@ which a signal that stops the decode leaves cut).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -52,7 +53,9 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
     """
     from ehtool.render.document import DocumentWriter, JsonLinesWriter
 
-    inputs = list(inputs)
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        raise TypeError(f"inputs: a list of paths, not one path ({inputs!r})")
+    inputs = [os.fsdecode(path) for path in inputs]  # (path-like ones too)
     progress = _Progress(options.progress, inputs)
     writer_cls = JsonLinesWriter if options.jsonl else DocumentWriter
     writer = writer_cls(out, style=options.style, bom=options.bom, pretty=options.pretty)
@@ -67,7 +70,7 @@ def decode_to(out: BinaryIO, inputs: Iterable[str], options: DecodeOptions) -> l
                 for _path, report in results:
                     _replay(report, options)
                     if report.fatal:
-                        errors.append(InputError(report.fatal))
+                        errors.append(InputError.from_record(report.fatal))
                     progress.input_done()
             return errors
         for path in inputs:

@@ -404,7 +404,11 @@ class PerfDataFile(Metadata, RecordWalk, Split):
 
     # -- lifetime ----------------------------------------------------------------------
 
+    #: :meth:`close` was called
+    closed = False
+
     def close(self) -> None:
+        self.closed = True
         if self._owned is not None:
             self._owned.close()
             self._owned = None

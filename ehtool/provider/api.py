@@ -255,7 +255,7 @@ class PreparedEvent:
             data = self._encode(values, ext)
         else:
             s = self.shape
-            data = encode(Event(s.name, [Field(f.name, f.type, v) for f, v in
+            data = encode(Event(s.name, [Field(f.name, f.type, _value(f.type, v)) for f, v in
                                          zip(s.fields, values, strict=True)],
                                 level=s.level, opcode=s.opcode, id=s.id, version=s.version,
                                 tag=s.tag, activity=activity,
@@ -272,8 +272,18 @@ def _fields(items: Sequence[Sequence[Any]]) -> list[Field]:
         name, type_, value = item
         if not isinstance(name, str) or not isinstance(type_, str):
             raise EncodeError(f"field name and type must be strings in {item!r}")
-        ftype, count = parse_type(type_)
-        if ftype.name == "struct":
-            value = _fields(value) if count is None else [_fields(v) for v in value]
-        out.append(Field(name, type_, value))
+        out.append(Field(name, type_, _value(type_, value)))
     return out
+
+
+def _value(type_: str, value: Any) -> Any:
+    """A field's value for the encoder: a struct's (or each element's of a struct array)
+    ``(name, type, value)`` triples as Fields."""
+    ftype, count = parse_type(type_)
+    if ftype.name != "struct":
+        return value
+    if count is None:
+        return _fields(value)
+    if not isinstance(value, list | tuple):
+        raise EncodeError(f"a struct array's value is a list of structs, not {value!r}")
+    return [_fields(v) for v in value]

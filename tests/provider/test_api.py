@@ -80,6 +80,31 @@ def test_prepared_events_encode_like_plain_writes(kernel):
     assert prepared.write(7, "x") is False
 
 
+def test_prepared_events_with_structs_take_nested_triples_as_plain_writes_do(kernel):
+    """A prepared shape with a struct (or a struct array) takes its value as the
+    ``(name, type, value)`` triples a plain write takes (it raised AttributeError)."""
+    provider = Provider("P")
+    events = provider.register(5, 1)
+    _enable(kernel, "P_L5K1")
+    prepared = events.prepare("S", [("url", "str"), ("client", "struct"),
+                                    ("hops", "struct[]")])
+    client = [("ip", "ipv4", "10.0.0.7"), ("port", "port", 443)]
+    hops = [[("n", "u8", 1)], [("n", "u8", 2)]]
+    assert prepared.write("/x", client, hops)
+    assert events.write("S", [("url", "str", "/x"), ("client", "struct", client),
+                              ("hops", "struct[]", hops)])
+    data = (kernel.root / "user_events_data").read_bytes()
+    half = len(data) // 2
+    assert data[:half] == data[half:]
+    ev = TypedDecoder().decode("P_L5K1", data[4:half])
+    assert ev.fields.to_dict()["hops"] == [{"n": 1}, {"n": 2}]
+    with pytest.raises(EncodeError):
+        prepared.write("/x", [("ip", "ipv4")], hops)  # not a triple
+    with pytest.raises(EncodeError):
+        prepared.write("/x", client, 7)  # not a list of structs
+    provider.unregister()
+
+
 def test_nothing_is_encoded_when_disabled(kernel):
     events = Provider("P").register(5, 1)
     # a value that cannot be encoded is not even looked at while nobody listens
