@@ -56,10 +56,16 @@ class Fields(tuple):
     """Decoded fields in payload order: ``(name, value)`` pairs, duplicate names kept.
 
     ``fields["count"]`` is the first field of that name, ``fields[0]`` the first pair;
-    :meth:`get`, :meth:`getall` and :meth:`to_dict` as for a multi-dict.
+    ``"count" in fields``, :meth:`get`, :meth:`getall` and :meth:`to_dict` as for a
+    multi-dict.
     """
 
     __slots__ = ()
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):  # a name (a pair is looked for among the pairs)
+            return any(name == key for name, _ in self)
+        return tuple.__contains__(self, key)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):

@@ -83,3 +83,5 @@ def test_fields_keep_duplicate_names() -> None:
     assert f.get("z") is None and f.names() == ["a", "b", "a"]
     with pytest.raises(KeyError):
         f["z"]
+    # 'in' looks for a name, as a dict's (a pair among the pairs, as a tuple's)
+    assert "a" in f and "z" not in f and ("b", 2) in f and ("b", 3) not in f
