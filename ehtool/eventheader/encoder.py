@@ -438,13 +438,16 @@ def _guid(t: FieldType, value: Any) -> bytes:
 
 
 def _time(t: FieldType, value: Any) -> bytes:
+    """Seconds since 1970 from an int, its text, ISO 8601 text or a ``datetime`` (what
+    ``ehtool.open`` gives back); one without a time zone is UTC."""
     if isinstance(value, str) and not re.fullmatch(r"\s*-?\d+\s*", value):
-        from datetime import UTC, datetime
+        from datetime import datetime
 
-        text = value.strip().replace("Z", "+00:00")
-        moment = datetime.fromisoformat(text)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
+        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if callable(getattr(value, "timestamp", None)) and hasattr(value, "tzinfo"):
+        from datetime import UTC
+
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         value = int(moment.timestamp())
     return _packed(t, value)
 

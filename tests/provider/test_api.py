@@ -105,6 +105,28 @@ def test_prepared_events_with_structs_take_nested_triples_as_plain_writes_do(ker
     provider.unregister()
 
 
+def test_time_fields_take_the_datetime_that_decoding_gives_back(kernel):
+    """A ``time`` field takes a datetime (an aware one, or a naive one as UTC), as the
+    typed events of ``ehtool.open`` give it, besides seconds and ISO 8601 text."""
+    import datetime
+
+    provider = Provider("P")
+    events = provider.register(5, 1)
+    _enable(kernel, "P_L5K1")
+    moment = datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    prepared = events.prepare("T", [("when", "time")])
+    for value in (moment, moment.replace(tzinfo=None), "2024-01-02T03:04:05Z",
+                  int(moment.timestamp())):
+        assert prepared.write(value)
+        assert events.write("T", [("when", "time", value)])
+    data = (kernel.root / "user_events_data").read_bytes()
+    size = len(data) // 8
+    assert all(data[i * size:(i + 1) * size] == data[:size] for i in range(8))
+    ev = TypedDecoder().decode("P_L5K1", data[4:size])
+    assert ev.fields["when"] == moment
+    provider.unregister()
+
+
 def test_nothing_is_encoded_when_disabled(kernel):
     events = Provider("P").register(5, 1)
     # a value that cannot be encoded is not even looked at while nobody listens
