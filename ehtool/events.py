@@ -229,6 +229,9 @@ class EventFile:
 
     Iteration ends with the last complete record; a truncated or corrupt input
     then raises :class:`ehtool.errors.InputError` (the events before it were yielded).
+    One iteration at a time: a second one while another is under way raises
+    RuntimeError (open the file again to read it twice at once); a file-mode input may
+    be iterated again afterwards.
     """
 
     def __init__(self, path: str | os.PathLike, *, order: str = "time",
