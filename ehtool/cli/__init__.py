@@ -42,6 +42,11 @@ def interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def see_help(message: str, command: str) -> str:
+    """A usage error's message with where to find help (``command``: ``ehtool decode``)."""
+    return f"{message} (see '{command} --help')"
+
+
 def release_stdout() -> None:
     """Stopped by a signal: when standard output is a pipe or a socket, point it at
     /dev/null, so that what is still written on the way out (the closing of the
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
             try:
                 status = run_fast(args[1:])
             except UsageError as exc:  # (as the click command says it)
-                exc.args = (f"{exc} (see 'ehtool write --help')",)
+                exc.args = (see_help(str(exc), "ehtool write"),)
                 raise
             if status is not None:
                 sys.exit(status)

@@ -13,6 +13,7 @@ import os
 import click
 
 from ehtool import __version__
+from ehtool.cli import see_help
 
 #: subcommand name -> (module, attribute, one-line help shown in ``ehtool --help``)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -93,7 +94,7 @@ def run(args: list[str]) -> None:
             cli.invoke(ctx)
     except UsageError as exc:  # found by a command, past click's checks: the same hint
         if ctx is not None and ctx.invoked_subcommand and "--help')" not in str(exc):
-            exc.args = (f"{exc} (see '{ctx.command_path} {ctx.invoked_subcommand} --help')",)
+            exc.args = (see_help(str(exc), f"{ctx.command_path} {ctx.invoked_subcommand}"),)
         raise
     except click.exceptions.Abort:
         click.echo("ehtool: aborted", err=True)
@@ -114,5 +115,5 @@ def _one_line(exc: click.ClickException) -> str:
     message = " ".join(exc.format_message().split())
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click.UsageError) and ctx is not None:
-        message += f" (see '{ctx.command_path} --help')"
+        message = see_help(message, ctx.command_path)
     return message

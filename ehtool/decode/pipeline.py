@@ -90,7 +90,6 @@ def _is_stream(out: BinaryIO) -> bool:
     worker's), the decode leaves such an output cut where it is: the closing of the
     document would wait for ever on a reader that stopped reading (a file gets it, and
     stays valid JSON)."""
-    import os
     import stat
 
     try:
