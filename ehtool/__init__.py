@@ -4,9 +4,8 @@ Register and write tracepoints, supervise ``perf record`` and decode perf.data
 into JSON that matches Microsoft's ``perf-decode``.
 """
 
+import _signal  # built in and loaded: a Ctrl-C cannot interrupt these imports
 import sys
-
-__version__ = "0.1.0"
 
 
 def _starting_as_main() -> bool:
@@ -23,11 +22,38 @@ def _starting_as_main() -> bool:
     return False
 
 
-if _starting_as_main():  # Ctrl-C exits 130 quietly
-    import _signal  # built in: nothing to import that a Ctrl-C could interrupt
-    import os
+#: whether this is ``python3 -m ehtool`` (decided at the end of this module; runpy
+#: changes ``sys.argv[0]`` once it has imported the package)
+_as_main: bool | None = None
 
-    _signal.signal(_signal.SIGINT, lambda signum, frame: os._exit(130))
+
+def _quiet_while_starting(signum: int, frame: object) -> None:
+    """SIGINT while ``python3 -m ehtool`` starts: exit 130 at once, without a
+    traceback (nothing has been written); in any other program, what it asked for."""
+    if _as_main or (_as_main is None and _starting_as_main()):
+        import os
+
+        os._exit(130)
+    if callable(_previous):
+        _previous(signum, frame)
+    elif _previous != _signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+# installed before any line that Python may interrupt (the lines above make no call),
+# so none runs unguarded; whether it applies is decided when a signal comes, or below
+try:
+    _previous = _signal.signal(_signal.SIGINT, _quiet_while_starting)
+except ValueError:  # imported in another thread: not ``python3 -m ehtool``
+    _previous = _quiet_while_starting
+
+__version__ = "0.1.0"
+_as_main = _starting_as_main()
+
+if not _as_main and _previous not in (None, _quiet_while_starting):
+    # another program imports ehtool: its Ctrl-C is its own again (None: a handler
+    # set outside Python, which cannot be put back; ours acts as Python's then)
+    _signal.signal(_signal.SIGINT, _previous)
 
 __all__ = ["EhtoolError", "EncodeError", "InputError", "KernelError", "Provider", "open"]
 

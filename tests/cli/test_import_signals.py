@@ -40,3 +40,71 @@ def test_only_python_m_ehtool_is_quiet_while_it_starts(monkeypatch, orig_argv, q
     monkeypatch.setattr(sys, "argv", ["-m"])
     monkeypatch.setattr(sys, "orig_argv", orig_argv)
     assert ehtool._starting_as_main() is quiet
+
+
+_AT_LINE = """
+import signal, sys
+sys.argv[:] = ["-m"]
+sys.orig_argv = [sys.executable, "-m", "ehtool"]
+target, seen = int(sys.stdin.read()), 0
+
+def trace(frame, event, arg):
+    global seen
+    if event == "line" and "_previous" in frame.f_globals:  # the handler is installed
+        seen += 1
+        if seen == target:
+            signal.raise_signal(signal.SIGINT)
+    return trace
+
+def start(frame, event, arg):
+    return trace if frame.f_code.co_filename.endswith("ehtool/__init__.py") else None
+
+sys.settrace(start)
+import ehtool
+sys.settrace(None)
+print(seen)
+"""
+
+
+def test_a_ctrl_c_at_any_line_of_the_package_start_exits_quietly():
+    """CI saw a KeyboardInterrupt traceback from ``ehtool/__init__.py`` itself: the SIGINT
+    came while the package decided whether it was ``python3 -m ehtool``, before its quiet
+    handler was installed. The handler is now installed first; from there on, a SIGINT
+    at every line (raised by a tracer) exits 130 with nothing on stderr."""
+    def run(target: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _AT_LINE], input=str(target),
+                              capture_output=True, text=True, cwd=REPO,
+                              env={"PYTHONPATH": str(REPO)}, timeout=60)
+
+    lines = int(run(0).stdout)
+    assert lines > 10
+    for target in range(1, lines + 1):
+        done = run(target)
+        assert (done.returncode, done.stderr) == (130, ""), target
+
+
+_KEEP = """
+import signal, sys, threading
+sys.argv[:] = ["-m"]
+mine = lambda signum, frame: None
+for handler in (signal.SIG_IGN, mine, signal.default_int_handler):
+    signal.signal(signal.SIGINT, handler)
+    sys.modules.pop("ehtool", None)
+    import ehtool
+    assert signal.getsignal(signal.SIGINT) is handler, handler
+sys.modules.pop("ehtool", None)
+errors = []
+thread = threading.Thread(target=lambda: __import__("ehtool"))
+threading.excepthook = errors.append
+thread.start(); thread.join()
+assert not errors and "ehtool" in sys.modules, errors
+print("ok")
+"""
+
+
+def test_import_keeps_the_importers_handler_and_works_in_a_thread():
+    """Another program's SIGINT handler (ignored, its own, Python's) is its own again
+    after ``import ehtool``; a thread may import ehtool (signals are the main thread's)."""
+    done = subprocess.run([sys.executable, "-c", _KEEP], capture_output=True, text=True,
+                          cwd=REPO, env={"PYTHONPATH": str(REPO)}, timeout=60)
+    assert done.stdout == "ok\n", done.stderr
