@@ -47,10 +47,11 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
             if not _held:
                 return
             signum = _held[0]
-        if _importing(frame):
+        if closing or _importing(frame):
             if not _held:  # (the first signal decides)
                 _held.append(signum)
-            signal.setitimer(signal.ITIMER_REAL, _RETRY)
+            if not closing:
+                signal.setitimer(signal.ITIMER_REAL, _RETRY)
             return
         _held.clear()
         for sig in old:
@@ -74,14 +75,18 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
     for sig in old:
         signal.signal(sig, handler)
     hook, sys.unraisablehook = sys.unraisablehook, unraisable
+    closing: list[bool] = []
     try:
         yield
     finally:
+        # first of all: from here on the handler only notes a signal (raised in the
+        # middle of this block, it left the signals ignored for the rest of the process)
+        closing.append(True)
         sys.unraisablehook = hook
         signal.setitimer(signal.ITIMER_REAL, 0)
-        held, _held[:] = _held[:], []
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        held, _held[:] = _held[:], []
     if held:  # it came during an import, and every retry met another one: acted on here
         _end(held[0])
 

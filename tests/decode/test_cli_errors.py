@@ -378,6 +378,26 @@ def test_a_signal_held_during_an_import_at_the_end_of_the_block_ends_it(tmp_path
     del sys.modules["ehtool_test_last_import"]
 
 
+def test_the_handlers_come_back_whenever_the_held_signal_is_acted_on(tmp_path, monkeypatch):
+    """The retry's SIGALRM, when it came while the block put the handlers back, raised
+    there and left the signals ignored for the rest of the process (found as a flaky
+    test: the next test's SIGINT did nothing). Repeated, as the timing varies."""
+    from ehtool.cli.signals import exit_on_signals
+
+    (tmp_path / "ehtool_test_retry_import.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.02)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                     signal.SIGHUP, signal.SIGALRM)}
+    for _ in range(40):
+        with pytest.raises(KeyboardInterrupt), exit_on_signals():
+            import ehtool_test_retry_import  # noqa: F401
+        del sys.modules["ehtool_test_retry_import"]
+        assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
 @pytest.mark.parametrize("out_format", ["json", "jsonl"])
 def test_a_cut_dat_capture_shows_the_complete_events_before_the_cut(tmp_path, out_format):
     """Cut inside a record, a capture showed no event at all ('bad record size'): the
