@@ -29,14 +29,17 @@ _as_main: bool | None = None
 
 def _quiet_while_starting(signum: int, frame: object) -> None:
     """SIGINT while ``python3 -m ehtool`` starts: exit 130 at once, without a
-    traceback (nothing has been written); in any other program, what it asked for."""
+    traceback (nothing has been written); in any other program, what it asked for;
+    ignored, if it was when ehtool started (``nohup``, a shell's background job)."""
+    if _previous == _signal.SIG_IGN:
+        return
     if _as_main or (_as_main is None and _starting_as_main()):
         import os
 
         os._exit(130)
     if callable(_previous):
         _previous(signum, frame)
-    elif _previous != _signal.SIG_IGN:
+    else:
         raise KeyboardInterrupt
 
 
@@ -50,9 +53,11 @@ except ValueError:  # imported in another thread: not ``python3 -m ehtool``
 __version__ = "0.1.0"
 _as_main = _starting_as_main()
 
-if not _as_main and _previous not in (None, _quiet_while_starting):
-    # another program imports ehtool: its Ctrl-C is its own again (None: a handler
-    # set outside Python, which cannot be put back; ours acts as Python's then)
+if _previous == _signal.SIG_IGN or (
+        not _as_main and _previous not in (None, _quiet_while_starting)):
+    # ignored when ehtool started: it stays so; another program imports ehtool: its
+    # Ctrl-C is its own again (None: a handler set outside Python, which cannot be put
+    # back; ours acts as Python's then)
     _signal.signal(_signal.SIGINT, _previous)
 
 __all__ = ["EhtoolError", "EncodeError", "InputError", "KernelError", "Provider", "open"]

@@ -4,5 +4,6 @@ import signal
 
 from ehtool.cli import interrupt, main
 
-signal.signal(signal.SIGINT, interrupt)
+if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # (nohup, a background job)
+    signal.signal(signal.SIGINT, interrupt)
 main()

@@ -194,9 +194,12 @@ def release() -> None:
 
 def default_signals() -> None:
     """In a worker: let the terminating signals (and SIGPIPE) end it as they would end a
-    plain process; its parent reports them."""
-    for sig in (*HELD, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL)
+    plain process; its parent reports them. One ehtool was started with ignored (``nohup``,
+    a shell's background job) stays ignored."""
+    for sig in HELD:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def fork(run: Callable[[], object], *, holds: bool = False) -> Worker:

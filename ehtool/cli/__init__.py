@@ -64,7 +64,8 @@ def release_stdout() -> None:
         pass
 
 
-if os.path.basename(sys.argv[0]) == "ehtool":  # the console script, while it starts
+if (os.path.basename(sys.argv[0]) == "ehtool"  # the console script, while it starts
+        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):  # (else it stays so)
     signal.signal(signal.SIGINT, interrupt)
 
 

@@ -142,13 +142,14 @@ def command_name(command: str) -> str:
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[Callable[[], None]]:
-    """Catch SIGINT and SIGTERM from the start of the block; yield ``wait()``, which
-    blocks until one of them has arrived (at once if one already did).
+    """Catch SIGINT and SIGTERM (those not ignored) from the start of the block; yield
+    ``wait()``, which blocks until one of them has arrived (at once if one already did).
 
     ``wait`` blocks the two signals, re-checks, then ``sigwait``s, so a signal
     arriving between the check and the wait is not lost.
     """
-    signals = {signal.SIGINT, signal.SIGTERM}
+    signals = {sig for sig in (signal.SIGINT, signal.SIGTERM)  # (one ignored when ehtool
+               if signal.getsignal(sig) is not signal.SIG_IGN}  # started stays so: nohup)
     caught: list[int] = []
 
     def stop(signum: int, frame: object) -> None:

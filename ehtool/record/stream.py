@@ -19,6 +19,7 @@ LOST_SAMPLES) like a recorded file, counted by the same rule
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import struct
 import threading
@@ -179,8 +180,9 @@ class StreamRelay:
         self.sink = sink
         self.close_sink = close_sink
         self.counter = StreamCounter()
-        #: the sink could not be written (its reader is gone): the source was closed
+        #: the sink could not be written: the source was closed
         self.broken_pipe = False
+        #: why, unless its reader went away (EPIPE): the output cannot be written
         self.error: OSError | None = None
         self._thread = threading.Thread(target=self._run, name="ehtool-perf-relay", daemon=True)
 
@@ -203,7 +205,8 @@ class StreamRelay:
                 _write_all(dst, data)
         except OSError as exc:  # the reader went away (EPIPE) or the sink is unusable
             self.broken_pipe = True
-            self.error = exc
+            if exc.errno != errno.EPIPE:
+                self.error = exc
         finally:
             with contextlib.suppress(OSError):
                 self.source.close()

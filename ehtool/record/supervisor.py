@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ehtool.errors import ExternalError, UsageError
+from ehtool.errors import ExternalError, UsageError, output_error
 from ehtool.record.perf import (
     PerfConfig,
     PerfSession,
@@ -217,6 +217,7 @@ class Recorder:
             result.exit_status = 130
             return
         except ExternalError:
+            self._check_output()
             if not self._reader_gone(perf):
                 raise
             result.stop_reason = READER_GONE
@@ -238,6 +239,7 @@ class Recorder:
             result.command_status = self._stop_command(child, result.stop_reason)
         if perf.poll() is None:
             perf.stop(o.perf_stop_timeout if self.stop_requests < 2 else 2.0)
+        self._check_output()
         if self._reader_gone(perf):
             result.stop_reason = READER_GONE
             return  # (exit 0, as any command whose reader went away: COMMAND was stopped)
@@ -248,6 +250,13 @@ class Recorder:
         if result.command_status is not None:
             rc = result.command_status
             result.exit_status = 128 - rc if rc < 0 else rc
+
+    def _check_output(self) -> None:
+        """OutputError when the live stream could not be written to stdout (ENOSPC: perf,
+        cut off, died of SIGPIPE, which is no reader going away)."""
+        if self._relay is not None and self._relay.error is not None:
+            self._relay.join()  # (its thread ends once it has closed perf's pipe)
+            raise output_error(self._relay.error)
 
     def _reader_gone(self, perf: PerfSession) -> bool:
         """Whether perf died of SIGPIPE because the reader of the live stream (standard
@@ -358,8 +367,10 @@ class Recorder:
 
     def _summarize(self, result: RecordResult) -> None:
         o = self.options
-        if result.stop_reason == READER_GONE:
-            return  # (quietly: the stream was cut where its reader left)
+        if result.stop_reason == READER_GONE:  # (quietly: the stream was cut where its
+            if result.decoder_status:           # reader left; the decoder's own error, if
+                result.exit_status = result.decoder_status  # that was it, was shown)
+            return
         if result.decoder_status:
             o.warn(f"the decoder exited with status {result.decoder_status}")
             if result.exit_status == 0:
@@ -385,7 +396,8 @@ class Recorder:
             self.request_stop(f"signal {signal.Signals(signum).name}")
 
         for sig in STOP_SIGNALS:
-            saved[sig] = signal.signal(sig, handler)
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # (nohup: stays ignored)
+                saved[sig] = signal.signal(sig, handler)
         return saved
 
     def _drain_wake(self) -> None:

@@ -3,6 +3,7 @@ it quiet while the command line starts."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,49 @@ def test_import_keeps_the_importers_handler_and_works_in_a_thread():
     done = subprocess.run([sys.executable, "-c", _KEEP], capture_output=True, text=True,
                           cwd=REPO, env={"PYTHONPATH": str(REPO)}, timeout=60)
     assert done.stdout == "ok\n", done.stderr
+
+
+def _ignoring(*signals: int):
+    import signal
+
+    def start() -> None:
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+    return start
+
+
+@pytest.mark.parametrize("entry", ["module", "console-script"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_ctrl_c_ignored_when_ehtool_starts_stays_ignored(tmp_path, entry, jobs):
+    """A shell's background job (or ``nohup``) starts with SIGINT ignored; ehtool installed
+    its own handlers anyway, and a Ctrl-C meant for the foreground ended it (130)."""
+    import os
+    import signal
+    import time
+
+    sched = REPO / "examples" / "sched.data"
+    inputs = [str(tmp_path / f"in{k}.data") for k in range(40)]
+    for path in inputs:
+        os.symlink(sched, path)
+    if entry == "module":
+        argv = [sys.executable, "-m", "ehtool"]
+    else:  # the console script's name, as pip writes it
+        script = tmp_path / "ehtool"
+        script.write_text(f"#!{sys.executable}\nfrom ehtool.cli import main\nmain()\n")
+        script.chmod(0o755)
+        argv = [str(script)]
+    proc = subprocess.Popen([*argv, "decode", "-j", jobs, "--format", "jsonl", *inputs],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
+                            preexec_fn=_ignoring(signal.SIGINT), start_new_session=True)
+    signals = 0
+    while proc.poll() is None and signals < 20:
+        time.sleep(0.01)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)  # (the workers too, as a terminal does)
+            signals += 1
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, b""), signals
+    one = subprocess.run([*argv, "decode", "--format", "jsonl", str(sched)], cwd=tmp_path,
+                         capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert len(out.splitlines()) == 40 * len(one.stdout.splitlines())

@@ -192,6 +192,23 @@ def test_a_reader_that_goes_away_ends_the_recording_quietly(tmp_path, args):
     assert "error" not in done.stderr and "warning" not in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("args", [["-o", "-"], ["--decode"], ["-o", "-", "--duration", "30"]])
+def test_a_full_stdout_is_an_output_error(tmp_path, args):
+    """``ehtool record -o - ... > /dev/full`` (or ``--decode``) exited 0 without a word
+    (ENOSPC was taken for a reader going away): exit 1, as the exit table says, with
+    one line (the decoder's, with ``--decode``)."""
+    if "--decode" in args and _decoder_problem():
+        pytest.skip(_decoder_problem())
+    command = [] if "--duration" in args else ["--", "sh", "-c", "sleep 1; exit 3"]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "record", *args,
+                               ":sched:sched_switch", *command], cwd=tmp_path, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "ehtool: error: cannot write output: No space left on device"), done.stderr
+
+
 def test_pipe_mode_with_command_keeps_the_commands_output_out_of_the_stream(tmp_path):
     """With -o -, stdout is perf's data: COMMAND's stdout goes to stderr."""
     problem = _decoder_problem()
@@ -251,3 +268,23 @@ def test_perf_arg_error_names_perfs_complaint(tmp_path):
     assert "Error: unknown option `bogus'" in done.stderr
     assert "Usage:" not in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.data").exists()
+
+
+def test_a_hangup_ignored_when_record_starts_stays_ignored(tmp_path):
+    """``nohup ehtool record --duration 2 ...``: a SIGHUP stopped the recording (its
+    handler replaced the ignore nohup set); it runs its two seconds now."""
+    import os
+    import signal
+
+    def ignore_hup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", "--duration", "2", "-o",
+                             "x.data", ":sched:sched_switch"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ignore_hup)
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGHUP)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err
+    assert time.monotonic() - started >= 2, err

@@ -229,6 +229,23 @@ main(["record", "--perf", sys.argv[1], "-o", "-", "--duration", "30", "MyProv_L5
 """
 
 
+def test_a_stream_that_cannot_be_written_is_an_output_error(env, tmp_path):
+    """``record -o - > /dev/full``: the relay's ENOSPC closed perf's pipe, perf died of
+    SIGPIPE, and that was taken for a reader going away (exit 0, nothing said): it is
+    an output that cannot be written, exit 1 with its reason."""
+    import subprocess
+    import sys
+
+    env.mode("stream")
+    script = tmp_path / "full.py"
+    script.write_text(_READER_GONE)
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, str(script), env.path], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (
+        1, ["ehtool: error: cannot write output: No space left on device"]), done.stderr
+
+
 def test_a_reader_that_goes_away_ends_a_pipe_recording_quietly(env, tmp_path):
     """perf (the fake, which SIGPIPE kills as it kills perf) writes into a pipe whose
     reader, ``head -c 100``, has gone: exit 0 at once, nothing said."""
