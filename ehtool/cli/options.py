@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -67,7 +67,12 @@ def require_provider(provider: str | None) -> None:
 
 class Path(click.Path):
     """``click.Path`` that refuses an empty text (``-o ''`` is a slip of the shell, never
-    the current directory nor standard output)."""
+    the current directory nor standard output), and leaves a file that cannot be read
+    to the command: that is bad input (exit 1), not a usage error."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("readable", False)
+        super().__init__(**kwargs)
 
     def convert(self, value: object, param: click.Parameter | None,
                 ctx: click.Context | None) -> object:

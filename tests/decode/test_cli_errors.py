@@ -564,3 +564,34 @@ def test_an_event_shown_as_a_plain_tracepoint_is_warned_with_its_input_and_offse
     assert done.stderr.decode().splitlines() == [
         f"ehtool: warning: {bad}: offset 0x5e70: MyProvider_L5K1: field b'version': "
         "unsupported encoding 0; shown as a plain tracepoint"]
+
+
+@pytest.mark.parametrize("args", [
+    ["decode", "{bad}"], ["decode", "{ok}", "{bad}"], ["info", "{bad}"],
+    ["query", "select count(*) from events", "{bad}"],
+    ["decode", "--format", "parquet", "-o", "{tmp}/o.parquet", "{bad}"],
+    ["write", "-i", "{bad}", "--dry-run"], ["register", "-i", "{bad}"], ["record", "-i", "{bad}"],
+])
+def test_an_unreadable_input_is_bad_input(tmp_path, args):
+    """A file that exists but cannot be read was click's usage error (exit 2, and with
+    several inputs none was decoded); the exit table says 1, as for a missing file."""
+    import shutil
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # (root reads anything: drop the capabilities that allow it)
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv (util-linux) is needed to read as root without DAC override")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    ok = tmp_path / "ok.data"
+    ok.write_bytes(SAMPLE.read_bytes())
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(SAMPLE.read_bytes())
+    bad.chmod(0)
+    argv = [a.format(ok=ok, bad=bad, tmp=tmp_path) for a in args]
+    done = subprocess.run([*prefix, sys.executable, "-m", "ehtool", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"ehtool: error: {bad}: cannot "), done.stderr
+    assert "Permission denied" in done.stderr and "Traceback" not in done.stderr
+    if "{ok}" in args:  # the other input is decoded
+        assert json.loads(done.stdout)[str(ok)]
