@@ -13,6 +13,7 @@ from ehtool.cli.options import converted
 from ehtool.cli.write_args import LEVELS, named_int, ranged_int
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
 
 _META_HELP = (
@@ -194,7 +195,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     if out_format == "text":
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
-                           time_mode, order, decimal_pids, warn)
+                           time_mode, order, decimal_pids, warn,
+                           lambda failed: _strict(selection, strict_filter, failed))
         _report_selection(selection, strict_filter, warn, failed)
         if failed:
             sys.exit(EXIT_INPUT)
@@ -224,7 +226,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     )
     try:
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
-            errors = _decode(inputs, output, options)
+            errors = _decode(inputs, output, options,
+                             lambda errors: _strict(selection, strict_filter, bool(errors)))
     except BrokenPipeError:
         raise
     except OSError as exc:  # ENOSPC, EFBIG, EIO... on the output
@@ -259,32 +262,49 @@ def _refuse_output_over_input(output: str | None, inputs: tuple[str, ...]) -> No
 
 def _report_selection(selection: Any, strict_filter: bool, warn: Any, failed: bool) -> None:
     """After the decode: --since/--until warnings, and the --filter names no event had
-    (an error with --strict-filter); not those when an input failed (its events were not
-    all seen: the input's error says what happened)."""
+    (:func:`_strict` made those an error); not those when an input failed (its events
+    were not all seen: the input's error says what happened)."""
     if failed:
         return
     for message in selection.time_warnings():
         warn(message)
+    unknown = _unknown_names(selection)
+    if unknown and not strict_filter:
+        warn(f"--filter: {unknown} (comparisons with it are false)")
+
+
+def _unknown_names(selection: Any) -> str:
+    """``no event of the input has 'x', 'y'`` for the --filter names no event had."""
     unknown = selection.unknown_names
+    if not unknown:
+        return ""
+    which = "no event the other options kept" if selection.narrowed else "no event of the input"
+    return f"{which} has {', '.join(repr(n) for n in unknown)}"
+
+
+def _strict(selection: Any, strict_filter: bool, failed: bool) -> None:
+    """With --strict-filter, a usage error for the --filter names no event had, raised
+    before ``-o`` FILE is replaced (it is left as it was)."""
+    unknown = _unknown_names(selection) if strict_filter and not failed else ""
     if unknown:
-        names = ", ".join(repr(n) for n in unknown)
-        which = "no event the other options kept" if selection.narrowed else \
-            "no event of the input"
-        if strict_filter:
-            raise click.UsageError(f"--filter: {which} has {names}")
-        warn(f"--filter: {which} has {names} (comparisons with it are false)")
+        raise click.UsageError(f"--filter: {unknown}")
 
 
-def _decode(inputs: tuple[str, ...], output: str | None, options: Any) -> list:
-    """decode_to stdout, or to ``-o`` FILE (see :func:`_output`)."""
+def _decode(inputs: tuple[str, ...], output: str | None, options: Any,
+            check: Callable[[list], None]) -> list:
+    """decode_to stdout, or to ``-o`` FILE (see :func:`_output`); ``check(errors)`` may
+    raise before FILE is replaced."""
     from ehtool.decode.pipeline import decode_to
 
     if output is None or output == "-":
         errors = decode_to(sys.stdout.buffer, inputs, options)
         sys.stdout.buffer.flush()
+        check(errors)
         return errors
     with _output(inputs, output) as out:
-        return decode_to(out, inputs, options)
+        errors = decode_to(out, inputs, options)
+        check(errors)
+        return errors
 
 
 def _output(inputs: tuple[str, ...], output: str | None) -> AbstractContextManager[BinaryIO]:
@@ -439,9 +459,10 @@ def _same_terminal(output: str | None) -> bool:
 
 
 def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode: str,
-          order: str, decimal_pids: bool, warn: Any) -> bool:
+          order: str, decimal_pids: bool, warn: Any, check: Callable[[bool], None]) -> bool:
     """``--format text``: a line per event from the typed layer, the filters applied as
-    for JSON; True when an input failed (its error is on stderr)."""
+    for JSON; True when an input failed (its error is on stderr); ``check(failed)`` may
+    raise before ``-o`` FILE is replaced."""
     from ehtool.errors import EhtoolError
     from ehtool.events import open as open_events
     from ehtool.render.text import event_line, time_texts
@@ -463,4 +484,5 @@ def _text(inputs: tuple[str, ...], output: str | None, selection: Any, time_mode
             except EhtoolError as exc:
                 click.echo(f"ehtool: error: {exc}", err=True)
                 failed = True
+        check(failed)
     return failed

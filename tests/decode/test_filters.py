@@ -133,6 +133,21 @@ def test_names_no_event_has_are_reported():
     assert done.returncode == 2 and b"'nosuchfield'" in done.stderr
 
 
+
+@pytest.mark.parametrize("out_format", ["json", "jsonl", "text"])
+def test_a_strict_filter_error_leaves_the_output_file_as_it_was(tmp_path, out_format):
+    """--strict-filter's usage error came after ``-o`` FILE was replaced by an empty
+    document (exit 2, the file a script kept lost): FILE is left as it was."""
+    out = tmp_path / "out.json"
+    out.write_text("keep")
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", out_format,
+                           "--strict-filter", "--filter", "nosuchfield > 3", "-o", str(out),
+                           str(Path(__file__).parents[2] / "examples" / "eventheader.data")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "'nosuchfield'" in done.stderr, done.stderr
+    assert out.read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
 # -- --since/--until that select nothing say why ---------------------------------------
 
 def _warnings(*args: str, path: str = "examples/sched.data") -> tuple[int, list[str]]:
