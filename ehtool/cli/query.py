@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import uuid
@@ -237,15 +238,21 @@ def _probed(inputs: tuple[str, ...]) -> dict[str, list]:
 def _opened(inputs: list[str]) -> dict[str, list]:
     """After the query: each input's problems on opening it (its header, attributes
     and feature sections), for the inputs that no statement read. Standard input's
-    header is read; a FIFO is never opened for a look (its writer would stop)."""
+    header is read, and a device's; a FIFO is never opened for a look (without a writer
+    the open would wait for ever; with one, that writer would stop)."""
+    import stat
+
     from ehtool.errors import InputError
     from ehtool.perfdata import PerfDataFile
-    from ehtool.perfdata.finding import read_once
 
     problems: dict[str, list] = {}
     for path in inputs:
-        if read_once(path) and path != "-":
-            continue
+        if path != "-":
+            try:
+                if stat.S_ISFIFO(os.stat(path).st_mode):
+                    continue
+            except OSError:
+                pass  # (opening it says why)
         met = problems.setdefault(path, [])
         try:
             with PerfDataFile.open(path, on_error=met.append):

@@ -420,6 +420,17 @@ def test_a_fifo_is_read_once_and_not_opened_before_the_query(tmp_path):
     assert (done.returncode, done.stdout) == (0, expected.stdout), done.stderr
 
 
+def test_a_device_no_statement_read_is_looked_at_as_standard_input_is():
+    """``query 'select 1' /dev/zero`` exited 0: a stream no statement reads was not
+    looked at; a device's header is read, as standard input's (a FIFO's is not: the
+    open would wait for a writer), so it is reported after the results."""
+    done = ehtool("query", "select 1 as one", "/dev/zero")
+    assert done.returncode == 1
+    assert done.stdout == b'"one"\n1\n'
+    assert done.stderr == (b"ehtool: error: /dev/zero: offset 0x0: not a perf.data file "
+                           b"(no PERFILE2 magic)\n")
+
+
 def test_statements_that_save_a_query_give_its_rows(tmp_path):
     """CREATE TABLE AS, INSERT ... SELECT and COPY (...) TO decode only the columns
     their query reads, and save what it gives."""
