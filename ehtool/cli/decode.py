@@ -174,7 +174,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         with exit_on_signals():  # as above; the parts' workers are ended too
             _parquet(inputs, output, split_dir, jobs or available_cpus(),
                      providers or events or comms or pids or tids or cpus or expr or since
-                     or until or level is not None or keyword is not None)
+                     or until or level is not None or keyword is not None, quiet)
         return
     try:
         meta = parse_meta(meta_spec, lines=out_format == "jsonl")
@@ -404,9 +404,10 @@ def _refuse_combinations(ctx: click.Context) -> None:
 
 
 def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None, jobs: int,
-             filtered: Any) -> None:
+             filtered: Any, quiet: bool) -> None:
     """``--format parquet``: the rows of ``ehtool.analysis.arrow`` (on ``jobs`` processes),
-    to -o FILE or a pipe, or (``--split-by-event``) a directory of datasets per event."""
+    to -o FILE or a pipe, or (``--split-by-event``) a directory of datasets per event
+    (what it holds said on stderr, unless ``quiet``)."""
     from ehtool.analysis.arrow import require, without_pandas
     from ehtool.analysis.parallel import write_parquet
     from ehtool.cli.problems import report
@@ -426,9 +427,9 @@ def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None,
         _first_input_error(inputs)  # when none opens, DIR is not created
         with atomic_directory(split_dir) as tmp:
             rows = write_by_event(inputs, tmp, problems)
-        click.echo(f"{sum(rows.values())} events of {len(rows)} names in "
-                   f"{split_dir.rstrip('/') or '/'}/",
-                   err=True)
+        if not quiet:
+            click.echo(f"ehtool: {sum(rows.values())} events of {len(rows)} names in "
+                       f"{split_dir.rstrip('/') or '/'}/", err=True)
         report(inputs, [problems])
         return
     if (output is None or output == "-") and sys.stdout.isatty():

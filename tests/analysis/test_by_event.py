@@ -55,7 +55,10 @@ def test_every_event_once_with_its_typed_fields(path, tmp_path):
     flat = [row for b in record_batches([str(path)]) for row in b.to_pylist()]
     assert Counter(event_dir_name(e.name) for e in typed) == Counter(
         {k: len(v) for k, v in by_dir.items()})
-    assert f"{len(typed)} events of {len(by_dir)} names" in done.stderr
+    assert done.stderr == f"ehtool: {len(typed)} events of {len(by_dir)} names in {out}/\n"
+    again = ehtool("decode", "-q", "--format", "parquet", "--split-by-event",
+                   str(tmp_path / "quiet"), str(path))
+    assert (again.returncode, again.stderr) == (0, "")  # (-q: only errors)
     seen: Counter = Counter()
     for ev, row in zip(typed, flat, strict=True):
         name = event_dir_name(ev.name)
