@@ -439,11 +439,28 @@ def _guid(t: FieldType, value: Any) -> bytes:
 
 def _time(t: FieldType, value: Any) -> bytes:
     """Seconds since 1970 from an int, its text, ISO 8601 text or a ``datetime`` (what
-    ``ehtool.open`` gives back); one without a time zone is UTC."""
+    ``ehtool.open`` gives back); one without a time zone is UTC. The field holds whole
+    seconds: a number with a fraction is refused, not rounded."""
     if isinstance(value, str) and not re.fullmatch(r"\s*-?\d+\s*", value):
         from datetime import datetime
 
-        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number is not None:
+            value = number  # (checked below)
+        else:
+            try:
+                value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                raise EncodeError(f"{value!r} is neither seconds since 1970 nor ISO 8601 "
+                                  "text (2026-11-27T10:00:00Z)") from None
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise EncodeError(f"{value!r}: a time field holds whole seconds since 1970")
+        value = int(value)
     if callable(getattr(value, "timestamp", None)) and hasattr(value, "tzinfo"):
         from datetime import UTC
 

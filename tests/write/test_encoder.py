@@ -69,6 +69,7 @@ EV = "457600"  # "Ev\0"
      "0102030405060708090a0b0c0d0e0f10"),
     ("time", "1970-01-01T00:01:00Z", "6600" "85" "06", "3c00000000000000"),
     ("time32", "60", "6600" "84" "06", "3c000000"),
+    ("time", "60.0", "6600" "85" "06", "3c00000000000000"),  # (whole seconds: taken)
     ("errno", "ENOENT", "6600" "84" "04", "02000000"),
     ("pid", "1234", "6600" "84" "05", "d2040000"),
     ("port", "80", "6600" "83" "10", "0050"),  # network byte order
@@ -171,6 +172,8 @@ def test_batch_input_file_errors_are_input_errors(tmp_path):
     (["P", "E", "a:u8=-1"], "field 'a': '-1' is not a valid u8 (a negative number"),
     (["P", "E", "p:port=-1"], "field 'p': '-1' is not a valid port"),
     (["P", "E", "f:f32=1e309"], "field 'f': '1e309' is not a valid f32 (out of range)"),
+    (["P", "E", "t:time=1.5"], "field 't': 1.5: a time field holds whole seconds since 1970"),
+    (["P", "E", "t:time=soon"], "field 't': 'soon' is neither seconds since 1970 nor ISO 8601"),
     (["P", "", "a=1"], "the event name is empty"),
     (["P\nx", "E", "a=1"], "must not contain whitespace or control characters"),
 ])
