@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ehtool.errors import ExternalError
+from ehtool.errors import KernelError
 
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
@@ -61,18 +61,19 @@ def permission_problem(caps: int | None, paranoid: int | None, perf_file_caps: b
 
 
 def check_permissions(perf: str, tracefs: Path | None) -> None:
-    """Raise ExternalError (before anything starts) when perf would be refused."""
+    """Raise KernelError (before anything starts) when the kernel would refuse perf
+    (exit 4, as any permission the kernel interface refuses)."""
     try:
         status = Path(STATUS_PATH).read_text()
     except OSError:
         status = ""
     problem = permission_problem(effective_caps(status), read_paranoid(), perf_has_file_caps(perf))
     if problem:
-        raise ExternalError(problem)
+        raise KernelError(problem)
     if tracefs is not None:
         events = tracefs / "events"
         if not os.access(events, os.R_OK | os.X_OK):
-            raise ExternalError(
+            raise KernelError(
                 f"{events} is not readable, and perf needs it to find tracepoints: run as root, "
                 f"or join the group that owns tracefs ('mount -o remount,gid=tracing {tracefs}' "
                 "and 'chmod -R g+rx' on it)"

@@ -186,3 +186,21 @@ def test_root_passes_permission_check():
     if os.geteuid() != 0:
         pytest.skip("needs root")
     check_permissions("/bin/true", None)
+
+
+def test_a_refused_permission_is_a_kernel_error(tmp_path, monkeypatch):
+    """perf would be refused (no CAP_PERFMON, paranoid 2; tracefs events not readable):
+    exit 4, a kernel interface's permission, as the exit table says (was 5, perf's)."""
+    from ehtool.errors import EXIT_KERNEL, KernelError
+    from ehtool.record import checks
+
+    monkeypatch.setattr(checks, "STATUS_PATH", str(tmp_path / "none"))
+    monkeypatch.setattr(checks, "read_paranoid", lambda: 2)
+    with pytest.raises(KernelError, match="CAP_PERFMON") as info:
+        checks.check_permissions("/bin/true", None)
+    assert info.value.exit_code == EXIT_KERNEL == 4
+    monkeypatch.setattr(checks, "read_paranoid", lambda: -1)
+    tracefs = tmp_path / "tracefs"
+    tracefs.mkdir()  # (no events/ in it)
+    with pytest.raises(KernelError, match="events is not readable"):
+        checks.check_permissions("/bin/true", tracefs)
