@@ -405,8 +405,11 @@ class PerfSession:
         return text
 
     def _stderr_suffix(self) -> str:
-        text = quote_stderr(self.stderr_text)
-        return ":\n" + "\n".join("  " + line for line in text.splitlines()) if text else ""
+        """``: `` and perf's words, on the error's one line (its lines joined by ``; ``,
+        a line repeated said once)."""
+        said = "\n".join(dict.fromkeys(self.stderr_text.splitlines()))
+        lines = [line.strip() for line in quote_stderr(said).splitlines() if line.strip()]
+        return ": " + "; ".join(lines) if lines else ""
 
 
 def quote_stderr(text: str, limit: int = _STDERR_TAIL) -> str:

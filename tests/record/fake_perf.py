@@ -65,6 +65,9 @@ def main() -> None:
     if MODE == "die":
         sys.stderr.write("event syntax error: 'user_events:Nope'\n")
         sys.exit(255)
+    if MODE == "noisy":  # perf on a full disk: one line many times
+        sys.stderr.write("failed to write perf data, error: No space left on device\n" * 40)
+        sys.exit(255)
     if MODE == "usage":
         sys.stderr.write("  Error: unknown option `bogus'\n" + USAGE)
         sys.exit(129)

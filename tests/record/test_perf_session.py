@@ -65,8 +65,20 @@ def test_usage_error_quotes_perfs_error_line_not_its_usage_text(fake_perf):
         perf.start()
         with pytest.raises(ExternalError) as info:
             perf.wait_ready(timeout=20)
-    assert str(info.value) == ("perf exited with status 129 while starting:\n"
-                               "  Error: unknown option `bogus'")
+    assert str(info.value) == ("perf exited with status 129 while starting: "
+                               "Error: unknown option `bogus'")
+
+
+def test_perfs_words_are_on_the_errors_one_line_and_said_once(fake_perf):
+    """Errors are one line: perf's stderr was quoted on lines of its own, a line it
+    repeated (40 times on a full disk) as often as it said it."""
+    fake_perf.mode("noisy")
+    with _session(fake_perf) as perf:
+        perf.start()
+        with pytest.raises(ExternalError) as info:
+            perf.wait_ready(timeout=20)
+    assert str(info.value) == ("perf exited with status 255 while starting: failed to "
+                               "write perf data, error: No space left on device")
 
 
 def test_never_acks_times_out_and_stops_perf(fake_perf):
