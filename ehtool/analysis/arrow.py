@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ehtool.errors import InputError, UsageError, combined, input_name
-from ehtool.values.strings import utf8_text
+from ehtool.values.strings import path_text
 from ehtool.values.typed_json import json_value, storable
 
 #: rows per record batch (memory stays bounded whatever the input size: a batch is
@@ -131,7 +131,7 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     def unfit(row: int, problem: InputError) -> None:
         sink(problem)
     for path in paths:
-        name = utf8_text(input_name(path).encode("utf-8", "surrogateescape"))  # (as JSON)
+        name = path_text(input_name(path))  # (as JSON)
         try:
             with open_events(path, fields=only, part=part, on_error=on_error,
                              fields_json=only is None) as events:

@@ -40,6 +40,7 @@ from ehtool.analysis.arrow import (
 )
 from ehtool.errors import InputError, combined, input_name
 from ehtool.eventheader.decoder import Fields
+from ehtool.values.strings import path_text
 
 GROUP_ROWS = 16384
 PENDING_ROWS = 65536
@@ -143,7 +144,7 @@ class ByEventWriter:
         """The fresh events' common columns, a batch at a time (COLUMNS), as rows of
         their event names (an event object is not kept past its batch)."""
         fresh, self.fresh = self.fresh, []
-        files, evs = [input_name(f[0]) for f in fresh], [f[1] for f in fresh]
+        files, evs = [path_text(input_name(f[0])) for f in fresh], [f[1] for f in fresh]
 
         def unfit(row: int, problem: InputError) -> None:
             if self.unfit is None:

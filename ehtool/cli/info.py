@@ -27,7 +27,8 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
 
     from ehtool.cli.inputs import expand
     from ehtool.decode.info import format_text, summarize
-    from ehtool.errors import EXIT_INPUT, EhtoolError, InputError, combined
+    from ehtool.errors import EXIT_INPUT, EhtoolError, InputError, combined, input_name
+    from ehtool.values.strings import path_text
 
     options.require_stdout("the summaries are")
     paths = expand(paths or ("perf.data",))
@@ -39,11 +40,13 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
             click.echo(f"ehtool: error: {exc}", err=True)
             failed = True
             if as_json:  # (one object per file, whatever happened to it)
-                click.echo(json.dumps({"file": path, "problems": [str(exc)]},
+                click.echo(json.dumps({"file": path_text(input_name(path)),
+                                       "problems": [str(exc)]},
                                       indent=None if len(paths) > 1 else 2))
             continue
-        if as_json:
-            click.echo(json.dumps(summary, indent=None if len(paths) > 1 else 2))
+        if as_json:  # (the file named as decode's JSON names it)
+            click.echo(json.dumps({**summary, "file": path_text(summary["file"])},
+                                  indent=None if len(paths) > 1 else 2))
         else:
             click.echo(("\n" if i else "") + format_text(summary))
         if summary["problems"]:

@@ -126,6 +126,13 @@ def utf8_text(data: Bytes) -> str:
     return escape_surrogates(str(data, "utf-8", "ehtool-utf8"))
 
 
+def path_text(path: str) -> str:
+    """A file name (bytes that are not UTF-8 as Python keeps them: surrogateescape) as
+    the outputs show it: decode's JSON keys and ``"file"`` member, the ``file`` column,
+    ``info --json`` (:func:`utf8_text` of its bytes)."""
+    return utf8_text(path.encode("utf-8", "surrogateescape"))
+
+
 def utf8_json(data: Bytes) -> bytes:
     """UTF-8 bytes as a JSON string (invalid bytes as Latin-1 characters)."""
     try:
