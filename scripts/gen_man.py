@@ -22,14 +22,18 @@ import click
 REPO = Path(__file__).resolve().parents[1]
 
 EXIT_STATUS = [
-    ("0", "success"),
-    ("1", "unreadable or invalid input (missing, truncated or corrupt file; bad batch line)"),
+    ("0", "success; also when the reader of standard output went away (ehtool decode x | "
+          "head -1)"),
+    ("1", "unreadable or invalid input (missing, unreadable, truncated or corrupt file; bad "
+          "batch line), or output that cannot be written (cannot write output: No space "
+          "left on device)"),
     ("2", "usage error (bad option or argument)"),
     ("3", "ehtool write --require-enabled: no session has the tracepoint enabled"),
     ("4", "kernel interface error (no tracefs or user_events, permission, conflict)"),
     ("5", "perf is missing or failed"),
     ("128+N", "stopped by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143); ehtool decode -o FILE "
-              "then leaves FILE as it was and no temporary file"),
+              "then leaves FILE as it was and no temporary file (ehtool record without "
+              "COMMAND is stopped by a signal: 0)"),
 ]
 
 

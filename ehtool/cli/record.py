@@ -34,7 +34,8 @@ class _RecordCommand(click.Command):
               help="Read more specs from FILE, one a line ('#' comments). Repeatable.")
 @provider_set("Record")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Stop after SECONDS (COMMAND, if still running, gets SIGTERM).")
+              help="Stop after SECONDS (COMMAND, if still running, gets SIGTERM, and SIGKILL "
+                   "5 s later; perf records until COMMAND has exited).")
 @click.option("--perf", "perf_path", metavar="PATH", help="The perf executable (default: PATH).")
 @click.option("--perf-arg", "perf_args", multiple=True, metavar="ARG",
               help="Pass ARG to perf record (repeatable), e.g. --perf-arg=--mmap-flush=1.")
@@ -72,7 +73,9 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     to stop" is printed) only after perf confirms it has enabled them, so
     nothing written at start is lost. Ctrl-C, SIGTERM, --duration or COMMAND's
     exit stop perf cleanly (SIGINT, escalating after a timeout). The exit status
-    is COMMAND's (128+N if a signal N killed it), else 0; 5 when perf fails.
+    is COMMAND's (128+N if a signal N killed it), else 0 (also when a signal
+    stopped the recording); 1 when the output cannot be written, 4 when the
+    kernel refuses perf (permissions), 5 when perf fails.
     Lost events (a ring buffer overrun) are reported at the end.
 
     With -o - or --decode, perf passes each event on as it happens

@@ -69,8 +69,9 @@ def write(provider: str | None, event: str | None, fields: tuple[str, ...], leve
     exit 0, or 3 with --require-enabled.
 
     A FIELD is NAME=VALUE (a UTF-8 string) or NAME:TYPE=VALUE; arrays are
-    NAME:TYPE[]=v1,v2,... (or TYPE[N] for a constant count). EVENT may carry
-    ';key=value' attributes.
+    NAME:TYPE[]=v1,v2,... (or TYPE[N] for a constant count; strings that hold
+    a comma: write the event as a --batch line). EVENT may carry ';key=value'
+    attributes.
 
     \b
     Batch (--batch), one JSON object a line:
