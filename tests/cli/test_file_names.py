@@ -25,7 +25,8 @@ def test_a_file_name_that_is_not_utf8_is_shown_alike_everywhere(tmp_path):
 
     def ehtool(*args: str) -> bytes:
         done = subprocess.run([sys.executable, "-m", "ehtool", *args], cwd=tmp_path,
-                              capture_output=True, check=False)
+                              capture_output=True, check=False,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
         assert done.returncode == 0, done.stderr
         return done.stdout
 
