@@ -183,11 +183,12 @@ def held_signals() -> Iterator[None]:
             handlers[noted[0]](noted[0], None)
 
 
-def release() -> None:
+def release(*, handlers: bool = True) -> None:
     """In a worker: the signal mask and handlers its parent had before
-    :func:`held_signals` (call it inside a ``try``: a pending signal acts here)."""
-    mask, handlers = _before[-1] if _before else (set(), {})
-    for sig, handler in handlers.items():
+    :func:`held_signals` (call it inside a ``try``: a pending signal acts here); with
+    ``handlers=False``, the mask only (after :func:`default_signals`)."""
+    mask, before = _before[-1] if _before else (set(), {})
+    for sig, handler in before.items() if handlers else ():
         signal.signal(sig, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 

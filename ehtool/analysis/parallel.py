@@ -456,8 +456,8 @@ def _worker(todo: list[_Part], index: int | None, columns: list[str] | None,
     run of small files joined in batches of up to BATCH_ROWS), and report on each; exit
     when the owner is gone or stops it."""
     try:
-        workers.default_signals()
-        workers.release()
+        workers.default_signals()  # (a signal ends it as it ends a plain process: the
+        workers.release(handlers=False)  # caller reports it; the parent's would raise here)
         pa = require("pyarrow")
     except BaseException as exc:  # noqa: BLE001 - the caller reports it
         _write_report(report_file, _Report(internal=f"{type(exc).__name__}: {exc}"))
