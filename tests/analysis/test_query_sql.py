@@ -255,6 +255,18 @@ def test_reading_standard_input_twice_is_one_clear_error():
     assert rows(done) == [{"file": "stdin", "n": 139}]
 
 
+def test_a_statement_that_only_names_events_may_follow_one_that_reads_stdin():
+    """'events' in a string or as an alias made a statement count as reading standard
+    input a second time (a usage error before anything ran); DuckDB's syntax tree says
+    it reads none of it. Two that read it are still refused."""
+    done = ehtool("query", "--format", "jsonl", "select count(*) as n from events; "
+                  "select 'events' as w, 1 as events", "-", input=PIPE.read_bytes())
+    assert rows(done) == [{"n": 23}, {"w": "events", "events": 1}]
+    done = ehtool("query", "select count(*) from events; select count(*) from events", "-",
+                  input=PIPE.read_bytes())
+    assert done.returncode == 2 and b"only one statement may read 'events'" in done.stderr
+
+
 @pytest.mark.parametrize("sql", [
     # each an error or a wrong count once (a review): the view is memory.main.events
     # whatever the current schema or database, a view or macro named events is the
