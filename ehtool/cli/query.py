@@ -246,7 +246,8 @@ def _probed(inputs: tuple[str, ...]) -> dict[str, list]:
 
 def _opened(inputs: list[str]) -> dict[str, list]:
     """After the query: each input's problems on opening it (its header, attributes
-    and feature sections), for the inputs that no statement read. Standard input's
+    and feature sections, a data section cut short), for the inputs that no statement
+    read. Standard input's
     header is read, and a device's; a FIFO is never opened for a look (without a writer
     the open would wait for ever; with one, that writer would stop)."""
     import stat
@@ -264,8 +265,10 @@ def _opened(inputs: list[str]) -> dict[str, list]:
                 pass  # (opening it says why)
         met = problems.setdefault(path, [])
         try:
-            with PerfDataFile.open(path, on_error=met.append):
-                pass
+            with PerfDataFile.open(path, on_error=met.append) as f:
+                cut = f.cut_short()  # (its records are not read: its header says it)
+                if cut is not None:
+                    met.append(cut)
         except InputError as exc:
             met[:] = [exc]
     return problems

@@ -344,13 +344,24 @@ class PerfDataFile(Metadata, RecordWalk, Split):
                 f"the compressed data ends inside a record ({len(self.compression.pending)} "
                 "bytes left over; truncated input?)", self.path, end)
 
+    def cut_short(self) -> InputError | None:
+        """The error reading the records to the end meets when the header's data section
+        runs past the end of the file (its last records and the feature sections are
+        missing), known from the header alone; else None."""
+        if self._stream is not None or self._declared_end <= self._data_end:
+            return None
+        return self._cut_error(self._data_end, self._data_end)
+
+    def _cut_error(self, pos: int, end: int) -> InputError:
+        return InputError(
+            f"truncated file: data section ends at {self._declared_end:#x} but the file "
+            f"has {end:#x} bytes (perf killed mid-write?); the records after the cut and "
+            "the feature sections (event names, tracepoint formats) are missing",
+            self.path, pos)
+
     def _truncated(self, pos: int, end: int) -> None:
         if self._declared_end > end:
-            self._fatal = InputError(
-                f"truncated file: data section ends at {self._declared_end:#x} but the file "
-                f"has {end:#x} bytes (perf killed mid-write?); the records after the cut and "
-                "the feature sections (event names, tracepoint formats) are missing",
-                self.path, pos)
+            self._fatal = self._cut_error(pos, end)
         else:
             if self._stream is not None:
                 what = "pipe stream"

@@ -255,6 +255,18 @@ def test_reading_standard_input_twice_is_one_clear_error():
     assert rows(done) == [{"file": "stdin", "n": 139}]
 
 
+def test_a_file_cut_in_its_data_no_statement_read_is_reported(tmp_path):
+    """A statement without 'events' (or a LIMIT) left a file cut inside its data section
+    unseen (exit 0): its header says its records and feature sections are cut off."""
+    cut = tmp_path / "cut.data"
+    cut.write_bytes((REPO / "examples" / "sched.data").read_bytes()[:30000])
+    done = ehtool("query", "select 1 as one", str(cut))
+    assert done.returncode == 1 and done.stdout == b'"one"\n1\n'
+    assert done.stderr.startswith(f"ehtool: error: {cut}: offset 0x7530: truncated file: "
+                                  "data section ends at ".encode()), done.stderr
+    assert done.stderr.count(b"\n") == 1
+
+
 def test_a_statement_that_only_names_events_may_follow_one_that_reads_stdin():
     """'events' in a string or as an alias made a statement count as reading standard
     input a second time (a usage error before anything ran); DuckDB's syntax tree says
