@@ -116,7 +116,8 @@ _META_HELP = (
 @click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
               help="Decode with N processes (default: the CPUs available to ehtool): a big "
                    "file is split at FINISHED_ROUND points, several files are decoded side "
-                   "by side; the output is the same bytes as with -j 1.")
+                   "by side; the output is the same bytes as with -j 1. (--split-by-event "
+                   "runs in one process.)")
 @click.option("-q", "--quiet", is_flag=True,
               help="No warnings and no progress bar on stderr, only errors. (The progress "
                    "bar appears only when stderr is a terminal and decoding takes over a "
