@@ -66,7 +66,8 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         fd, tmp = tempfile.mkstemp(prefix=".ehtool-", suffix=".tmp", dir=directory)
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if st is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) \
+        if st is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS,
+                                            errno.ENOENT) \
                 and os.access(target, os.W_OK):
             with _open_direct(target, "wb") as f:  # the directory is closed to new files
                 yield f

@@ -119,16 +119,20 @@ def test_output_keeps_mode_follows_symlinks_and_writes_through_fifos(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "out.json"]
 
 
-def test_output_in_a_read_only_directory_is_written_in_place(tmp_path, monkeypatch):
+@pytest.mark.parametrize("refusal", ["EACCES", "ENOENT"])
+def test_output_in_a_read_only_directory_is_written_in_place(tmp_path, monkeypatch, refusal):
     """Issue 13 item 8: FILE writable but its directory refuses new files (EACCES for
-    a user; simulated, as root passes every permission check): write FILE in place."""
+    a user; simulated, as root passes every permission check; ENOENT from /proc, where
+    it was 'cannot create output file: No such file or directory' for a file that
+    exists): write FILE in place."""
     import errno
     import tempfile
 
     from ehtool.decode.atomic import atomic_output
 
     def refuse(*args, **kwargs):
-        raise PermissionError(errno.EACCES, "Permission denied")
+        code = getattr(errno, refusal)
+        raise OSError(code, os.strerror(code))
 
     out = tmp_path / "out.json"
     out.write_text("old")
