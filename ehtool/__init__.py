@@ -43,10 +43,12 @@ def _quiet_while_starting(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
 
-# installed before any line that Python may interrupt (the lines above make no call),
-# so none runs unguarded; whether it applies is decided when a signal comes, or below
+# installed before any line that Python may interrupt (the lines above make no call;
+# ``_previous`` is known before, for a signal that comes as the call returns), so none
+# runs unguarded; whether it applies is decided when a signal comes, or below
+_previous = _signal.getsignal(_signal.SIGINT)
 try:
-    _previous = _signal.signal(_signal.SIGINT, _quiet_while_starting)
+    _signal.signal(_signal.SIGINT, _quiet_while_starting)
 except ValueError:  # imported in another thread: not ``python3 -m ehtool``
     _previous = _quiet_while_starting
 

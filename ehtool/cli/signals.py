@@ -69,14 +69,15 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
             return
         hook(info)
 
+    closing: list[bool] = []  # (all the handler reads is bound before it is installed)
+    hook = sys.unraisablehook
     old = {sig: signal.getsignal(sig) for sig in (*signals, signal.SIGINT)
            if signal.getsignal(sig) is not signal.SIG_IGN}
     old[signal.SIGALRM] = signal.getsignal(signal.SIGALRM)
-    for sig in old:
-        signal.signal(sig, handler)
-    hook, sys.unraisablehook = sys.unraisablehook, unraisable
-    closing: list[bool] = []
     try:
+        for sig in old:  # (a signal meanwhile ends the block: the handlers come back)
+            signal.signal(sig, handler)
+        sys.unraisablehook = unraisable
         yield
     finally:
         # first of all: from here on the handler only notes a signal (raised in the
@@ -87,6 +88,8 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         for sig, previous in old.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
         held, _held[:] = _held[:], []
+    # (reached unless the block raised: its exception ends the command then, and a signal
+    # noted meanwhile is not acted on)
     if held:  # it came during an import, and every retry met another one: acted on here
         _end(held[0])
 

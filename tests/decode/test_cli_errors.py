@@ -382,10 +382,35 @@ def test_a_signal_held_during_an_import_at_the_end_of_the_block_ends_it(tmp_path
     del sys.modules["ehtool_test_last_import"]
 
 
-def test_the_handlers_come_back_whenever_the_held_signal_is_acted_on(tmp_path, monkeypatch):
+def test_the_handlers_come_back_when_the_retry_comes_as_the_block_ends(tmp_path, monkeypatch):
     """The retry's SIGALRM, when it came while the block put the handlers back, raised
     there and left the signals ignored for the rest of the process (found as a flaky
-    test: the next test's SIGINT did nothing). Repeated, as the timing varies."""
+    test: the next test's SIGINT did nothing); here it comes just as the timer is
+    cancelled."""
+    from ehtool.cli import signals
+
+    (tmp_path / "ehtool_test_cancel_import.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    setitimer = signal.setitimer
+
+    def cancelling(which: int, seconds: float, *rest: float) -> tuple[float, float]:
+        if seconds == 0:  # (the held SIGINT's retry is due just then)
+            signal.raise_signal(signal.SIGALRM)
+        return setitimer(which, seconds, *rest)
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                     signal.SIGHUP, signal.SIGALRM)}
+    monkeypatch.setattr(signals.signal, "setitimer", cancelling)
+    with pytest.raises(KeyboardInterrupt), signals.exit_on_signals():
+        import ehtool_test_cancel_import  # noqa: F401
+    monkeypatch.undo()
+    del sys.modules["ehtool_test_cancel_import"]
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_the_handlers_come_back_whenever_the_held_signal_is_acted_on(tmp_path, monkeypatch):
+    """As above, with a real timer (repeated: the timing varies)."""
     from ehtool.cli.signals import exit_on_signals
 
     (tmp_path / "ehtool_test_retry_import.py").write_text(
@@ -400,6 +425,31 @@ def test_the_handlers_come_back_whenever_the_held_signal_is_acted_on(tmp_path, m
             import ehtool_test_retry_import  # noqa: F401
         del sys.modules["ehtool_test_retry_import"]
         assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_a_signal_while_the_handlers_are_installed_ends_the_block_cleanly(monkeypatch):
+    """A signal that came while the block installed its handlers ran one that read a
+    name bound only after them (NameError: an internal error, the handlers left)."""
+    from ehtool.cli import signals
+
+    install = signal.signal
+    calls = []
+
+    def installing(sig: int, handler: object) -> object:
+        previous = install(sig, handler)
+        calls.append(sig)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGTERM)  # (its handler runs as this returns)
+        return previous
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                     signal.SIGHUP, signal.SIGALRM)}
+    monkeypatch.setattr(signals.signal, "signal", installing)
+    with pytest.raises(SignalExit) as info, signals.exit_on_signals():
+        pytest.fail("the block ran")
+    monkeypatch.undo()
+    assert info.value.code == 128 + signal.SIGTERM
+    assert {sig: signal.getsignal(sig) for sig in before} == before
 
 
 @pytest.mark.parametrize("out_format", ["json", "jsonl"])
