@@ -33,7 +33,7 @@ EXIT_STATUS = [
     ("5", "perf is missing or failed"),
     ("128+N", "stopped by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143); ehtool decode -o FILE "
               "then leaves FILE as it was and no temporary file (ehtool record without "
-              "COMMAND is stopped by a signal: 0)"),
+              "COMMAND is stopped by a signal: 0, once perf is ready)"),
 ]
 
 

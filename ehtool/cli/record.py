@@ -74,8 +74,9 @@ def record(ctx: click.Context, specs: tuple[str, ...], output: str,
     nothing written at start is lost. Ctrl-C, SIGTERM, --duration or COMMAND's
     exit stop perf cleanly (SIGINT, escalating after a timeout). The exit status
     is COMMAND's (128+N if a signal N killed it), else 0 (also when a signal
-    stopped the recording); 1 when the output cannot be written, 4 when the
-    kernel refuses perf (permissions), 5 when perf fails.
+    stopped the recording; 128+N when it came before perf was ready); 1 when
+    the output cannot be written, 4 when the kernel refuses perf (permissions),
+    5 when perf fails; a decoder (--decode) that failed gives its status.
     Lost events (a ring buffer overrun) are reported at the end.
 
     With -o - or --decode, perf passes each event on as it happens

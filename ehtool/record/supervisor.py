@@ -112,6 +112,7 @@ class Recorder:
     def __init__(self, options: RecordOptions) -> None:
         self.options = options
         self._stop_reasons: list[str] = []
+        self._signals: list[int] = []  # (those that asked to stop)
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._lock = threading.Lock()
         self.perf_session: PerfSession | None = None
@@ -169,6 +170,9 @@ class Recorder:
                 result.decoder_status = self._finish_decoder(decoder)
             for problem in holder.release():
                 o.warn(f"could not unregister {problem}")
+        if self._relay is not None and self._relay.error is not None:
+            # (perf's last bytes, passed on after it exited, could not be written)
+            raise output_error(self._relay.error)
         self._summarize(result)
         return result
 
@@ -214,7 +218,9 @@ class Recorder:
         except InterruptedError:
             result.stop_reason = self._stop_reasons[0]
             perf.stop(o.perf_stop_timeout)
-            result.exit_status = 130
+            # stopped before it recorded: as the signal ends any command (a stop asked
+            # for otherwise counts as Ctrl-C)
+            result.exit_status = 128 + (self._signals[0] if self._signals else signal.SIGINT)
             return
         except ExternalError:
             self._check_output()
@@ -367,14 +373,16 @@ class Recorder:
 
     def _summarize(self, result: RecordResult) -> None:
         o = self.options
-        if result.stop_reason == READER_GONE:  # (quietly: the stream was cut where its
-            if result.decoder_status:           # reader left; the decoder's own error, if
-                result.exit_status = result.decoder_status  # that was it, was shown)
-            return
-        if result.decoder_status:
-            o.warn(f"the decoder exited with status {result.decoder_status}")
-            if result.exit_status == 0:
-                result.exit_status = result.decoder_status
+        status = result.decoder_status
+        if status is not None and status < 0:  # killed: as a shell says it
+            o.warn(f"the decoder was killed by {signal.Signals(-status).name}")
+            status = 128 - status
+        elif status and result.stop_reason != READER_GONE:
+            o.warn(f"the decoder exited with status {status}")
+        if status and (result.exit_status == 0 or result.stop_reason == READER_GONE):
+            result.exit_status = status  # (its own error, if that was it, was shown)
+        if result.stop_reason == READER_GONE:
+            return  # (quietly: the stream was cut where its reader left)
         if result.stats is None and self._relay is None and o.scan \
                 and os.path.exists(o.output):
             result.stats = scan_recording(o.output)
@@ -393,6 +401,7 @@ class Recorder:
         saved = {}
 
         def handler(signum: int, _frame: object) -> None:
+            self._signals.append(signum)
             self.request_stop(f"signal {signal.Signals(signum).name}")
 
         for sig in STOP_SIGNALS:

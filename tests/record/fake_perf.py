@@ -10,7 +10,8 @@ Environment:
   ``exit-early`` (acks, then exits 1 after 0.3 s), ``usage`` (an unknown
   option: perf's error line, then its usage text, exit 129), ``stream`` (with
   ``-o -``, a FINISHED_ROUND record every 10 ms after the header; SIGPIPE kills it,
-  as it kills perf)
+  as it kills perf), ``burst`` (with ``-o -``, 64 KB of FINISHED_ROUND records as it
+  stops: perf's last bytes)
 * ``FAKE_PERF_OLD=1``: ``perf record -h`` shows no ``fifo:`` control
 * ``FAKE_PERF_LOG``: file that gets one line per thing that happened
 * ``FAKE_PERF_MARKER``: file created just before the ack is sent
@@ -87,6 +88,9 @@ def main() -> None:
         if output != "-":
             with open(output, "w") as f:
                 f.write(f"fake perf data, stopped by {signal.Signals(signum).name}\n")
+        if MODE == "burst" and output == "-":
+            sys.stdout.buffer.write(FINISHED_ROUND * 8192)
+            sys.stdout.buffer.flush()
         sys.stderr.write("[ perf record: Captured and wrote 0.001 MB x (42 samples) ]\n")
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)

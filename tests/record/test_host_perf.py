@@ -288,3 +288,32 @@ def test_a_hangup_ignored_when_record_starts_stays_ignored(tmp_path):
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 0, err
     assert time.monotonic() - started >= 2, err
+
+
+def test_a_decoder_killed_by_a_signal_is_said_and_its_status_is_the_shells(tmp_path):
+    """``record --decode`` whose decoder was killed (SIGKILL): exit 247 without a word
+    (its negative status given to sys.exit); now 137 and a warning naming the signal."""
+    import os
+    import signal
+
+    if _decoder_problem():
+        pytest.skip(_decoder_problem())
+    proc = subprocess.Popen([sys.executable, "-m", "ehtool", "record", "--decode",
+                             "--duration", "20", ":sched:sched_switch"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    decoder = None
+    while decoder is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        for task in os.listdir(f"/proc/{proc.pid}/task"):
+            with open(f"/proc/{proc.pid}/task/{task}/children") as f:
+                for pid in f.read().split():
+                    with open(f"/proc/{pid}/cmdline", "rb") as cmd:
+                        if b"decode" in cmd.read():
+                            decoder = int(pid)
+    assert decoder is not None, "no decoder started"
+    time.sleep(1.0)  # (perf is recording)
+    os.kill(decoder, signal.SIGKILL)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    assert "ehtool: warning: the decoder was killed by SIGKILL" in err

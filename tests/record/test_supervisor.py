@@ -246,6 +246,30 @@ def test_a_stream_that_cannot_be_written_is_an_output_error(env, tmp_path):
         1, ["ehtool: error: cannot write output: No space left on device"]), done.stderr
 
 
+def test_perfs_last_bytes_that_cannot_be_written_are_an_output_error(env, tmp_path):
+    """perf's last bytes, passed on after it exited, failed to be written (a file size
+    limit here): the check had been made before, so it was exit 0, the stream cut."""
+    import resource
+    import subprocess
+    import sys
+
+    env.mode("burst")
+    script = tmp_path / "late.py"
+    script.write_text(_READER_GONE.replace('"--duration", "30"', '"--duration", "0.5"'))
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (EFBIG instead of the signal)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+    with open(tmp_path / "out.data", "wb") as out:
+        done = subprocess.run([sys.executable, str(script), env.path], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+                              preexec_fn=limit)
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (
+        1, ["ehtool: error: cannot write output: File too large"]), (
+        done.stderr, (tmp_path / "out.data").stat().st_size, env.log.read_text())
+
+
 def test_a_reader_that_goes_away_ends_a_pipe_recording_quietly(env, tmp_path):
     """perf (the fake, which SIGPIPE kills as it kills perf) writes into a pipe whose
     reader, ``head -c 100``, has gone: exit 0 at once, nothing said."""
