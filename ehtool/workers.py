@@ -195,8 +195,8 @@ def release(*, handlers: bool = True) -> None:
 
 def default_signals() -> None:
     """In a worker: let the terminating signals (and SIGPIPE) end it as they would end a
-    plain process; its parent reports them. One ehtool was started with ignored (``nohup``,
-    a shell's background job) stays ignored."""
+    plain process; its parent reports them. A signal that was ignored when ehtool
+    started (``nohup``, a shell's background job) stays ignored."""
     for sig in HELD:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, signal.SIG_DFL)

@@ -197,7 +197,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             failed = _text(inputs, output, selection if selection.active else None,
                            time_mode, order, decimal_pids, warn,
-                           lambda failed: _strict(selection, strict_filter, failed))
+                           lambda failed: _strict(selection, strict_filter, failed, warn))
         _report_selection(selection, strict_filter, warn, failed)
         if failed:
             sys.exit(EXIT_INPUT)
@@ -228,7 +228,7 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     try:
         with exit_on_signals():  # SIGTERM/SIGHUP: exit 128+N, -o's temporary file removed
             errors = _decode(inputs, output, options,
-                             lambda errors: _strict(selection, strict_filter, bool(errors)))
+                             lambda errors: _strict(selection, strict_filter, bool(errors), warn))
     except BrokenPipeError:
         raise
     except OSError as exc:  # ENOSPC, EFBIG, EIO... on the output
@@ -283,11 +283,14 @@ def _unknown_names(selection: Any) -> str:
     return f"{which} has {', '.join(repr(n) for n in unknown)}"
 
 
-def _strict(selection: Any, strict_filter: bool, failed: bool) -> None:
+def _strict(selection: Any, strict_filter: bool, failed: bool, warn: Any) -> None:
     """With --strict-filter, a usage error for the --filter names no event had, raised
-    before ``-o`` FILE is replaced (it is left as it was)."""
+    before ``-o`` FILE is replaced (it is left as it was), after the --since/--until
+    warnings (which may say why no event was kept)."""
     unknown = _unknown_names(selection) if strict_filter and not failed else ""
     if unknown:
+        for message in selection.time_warnings():
+            warn(message)
         raise click.UsageError(f"--filter: {unknown}")
 
 

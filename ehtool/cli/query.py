@@ -247,22 +247,16 @@ def _probed(inputs: tuple[str, ...]) -> dict[str, list]:
 def _opened(inputs: list[str]) -> dict[str, list]:
     """After the query: each input's problems on opening it (its header, attributes
     and feature sections, a data section cut short), for the inputs that no statement
-    read. Standard input's
-    header is read, and a device's; a FIFO is never opened for a look (without a writer
-    the open would wait for ever; with one, that writer would stop)."""
-    import stat
-
+    read. Standard input's header is read, and a device's; a FIFO or a terminal is
+    never opened for a look (the read would wait for a writer, or for the user; a
+    FIFO's writer would then stop)."""
     from ehtool.errors import InputError
     from ehtool.perfdata import PerfDataFile
 
     problems: dict[str, list] = {}
     for path in inputs:
-        if path != "-":
-            try:
-                if stat.S_ISFIFO(os.stat(path).st_mode):
-                    continue
-            except OSError:
-                pass  # (opening it says why)
+        if path != "-" and _waits(path):
+            continue
         met = problems.setdefault(path, [])
         try:
             with PerfDataFile.open(path, on_error=met.append) as f:
@@ -272,6 +266,25 @@ def _opened(inputs: list[str]) -> dict[str, list]:
         except InputError as exc:
             met[:] = [exc]
     return problems
+
+
+def _waits(path: str) -> bool:
+    """Whether reading ``path`` would wait for someone: a FIFO, a terminal."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISFIFO(mode):
+            return True
+        if not stat.S_ISCHR(mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return False  # (opening it says why)
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
 
 
 #: statement types whose result is printed whatever its columns

@@ -441,22 +441,20 @@ def _time(t: FieldType, value: Any) -> bytes:
     """Seconds since 1970 from an int, its text, ISO 8601 text or a ``datetime`` (what
     ``ehtool.open`` gives back); one without a time zone is UTC. The field holds whole
     seconds: a number with a fraction is refused, not rounded."""
-    if isinstance(value, str) and not re.fullmatch(r"\s*-?\d+\s*", value):
-        from datetime import datetime
+    if isinstance(value, str):
+        number = re.fullmatch(r"\s*(-?\d+)(?:\.(\d*))?\s*", value)
+        if number is None:
+            from datetime import datetime
 
-        text = value.strip()
-        try:
-            number = float(text)
-        except ValueError:
-            number = None
-        if number is not None:
-            value = number  # (checked below)
-        else:
             try:
-                value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+                value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
             except ValueError:
                 raise EncodeError(f"{value!r} is neither seconds since 1970 nor ISO 8601 "
                                   "text (2026-11-27T10:00:00Z)") from None
+        elif (number.group(2) or "").strip("0"):  # (compared as text: never rounded)
+            raise EncodeError(f"{value!r}: a time field holds whole seconds since 1970")
+        else:
+            value = int(number.group(1))
     if isinstance(value, float):
         if not value.is_integer():
             raise EncodeError(f"{value!r}: a time field holds whole seconds since 1970")

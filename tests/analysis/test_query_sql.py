@@ -255,6 +255,19 @@ def test_reading_standard_input_twice_is_one_clear_error():
     assert rows(done) == [{"file": "stdin", "n": 139}]
 
 
+def test_a_terminal_no_statement_read_is_not_opened_for_a_look():
+    """A device's header is read after the query; a terminal's would wait for a user."""
+    import os
+
+    leader, follower = os.openpty()
+    try:
+        done = ehtool("query", "select 1 as one", os.ttyname(follower), timeout=30)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b'"one"\n1\n', b"")
+
+
 def test_a_file_cut_in_its_data_no_statement_read_is_reported(tmp_path):
     """A statement without 'events' (or a LIMIT) left a file cut inside its data section
     unseen (exit 0): its header says its records and feature sections are cut off."""

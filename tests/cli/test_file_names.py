@@ -18,6 +18,7 @@ def test_a_file_name_that_is_not_utf8_is_shown_alike_everywhere(tmp_path):
     as invalid UTF-8 is shown everywhere), ``info --json`` wrote a lone surrogate
     ('ok\\udcffname.data') and --split-by-event's column its escape: one name now."""
     pytest.importorskip("pyarrow")
+    pytest.importorskip("duckdb")
     import pyarrow.parquet as pq
 
     name = os.fsdecode(b"ok\xffname.data")

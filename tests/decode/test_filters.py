@@ -147,6 +147,13 @@ def test_a_strict_filter_error_leaves_the_output_file_as_it_was(tmp_path, out_fo
     assert done.returncode == 2 and "'nosuchfield'" in done.stderr, done.stderr
     assert out.read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+    # a --since/--until warning still says why no event was kept
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", out_format,
+                           "--since", "2099-01-01T00:00:00Z", "--strict-filter", "--filter",
+                           "nosuchfield > 3", "-o", str(out),
+                           str(Path(__file__).parents[2] / "examples" / "eventheader.data")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no event in the --since/--until window" in done.stderr
 
 # -- --since/--until that select nothing say why ---------------------------------------
 
