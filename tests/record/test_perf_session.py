@@ -59,26 +59,21 @@ def test_perf_dies_early_reports_stderr(fake_perf):
     assert info.value.exit_code == 5
 
 
-def test_usage_error_quotes_perfs_error_line_not_its_usage_text(fake_perf):
-    fake_perf.mode("usage")
+@pytest.mark.parametrize(("mode", "message"), [
+    # perf's error line, not the usage text after it
+    ("usage", "perf exited with status 129 while starting: Error: unknown option `bogus'"),
+    # errors are one line: perf's stderr was quoted on lines of its own, a line it
+    # repeated (40 times on a full disk) as often as it said it
+    ("noisy", "perf exited with status 255 while starting: failed to write perf data, "
+              "error: No space left on device"),
+])
+def test_perfs_words_are_quoted_on_the_errors_one_line(fake_perf, mode, message):
+    fake_perf.mode(mode)
     with _session(fake_perf) as perf:
         perf.start()
         with pytest.raises(ExternalError) as info:
             perf.wait_ready(timeout=20)
-    assert str(info.value) == ("perf exited with status 129 while starting: "
-                               "Error: unknown option `bogus'")
-
-
-def test_perfs_words_are_on_the_errors_one_line_and_said_once(fake_perf):
-    """Errors are one line: perf's stderr was quoted on lines of its own, a line it
-    repeated (40 times on a full disk) as often as it said it."""
-    fake_perf.mode("noisy")
-    with _session(fake_perf) as perf:
-        perf.start()
-        with pytest.raises(ExternalError) as info:
-            perf.wait_ready(timeout=20)
-    assert str(info.value) == ("perf exited with status 255 while starting: failed to "
-                               "write perf data, error: No space left on device")
+    assert str(info.value) == message
 
 
 def test_never_acks_times_out_and_stops_perf(fake_perf):
