@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ehtool.render.eventheader import decoder_for
 from ehtool.render.style import JsonStyle
-from ehtool.values.text import hex_bytes, utf8_json
+from ehtool.values.text import hex_bytes, text_json
 
 
 class EventObjects:
@@ -21,9 +21,9 @@ class EventObjects:
         self._meta_key = s.sep + b'"meta"' + s.colon
         self._raw_key = s.sep + b'"raw"' + s.colon
         self._fields_key = (None if fields_key is None
-                            else utf8_json(fields_key.encode("utf-8", "surrogateescape")))
+                            else text_json(fields_key))
         self._file = b"" if file is None else (
-            s.sep + b'"file"' + s.colon + utf8_json(file.encode("utf-8", "surrogateescape")))
+            s.sep + b'"file"' + s.colon + text_json(file))
 
     def _nest(self, members: bytes) -> bytes:
         return members if self._fields_key is None else self.style.nest(self._fields_key,
@@ -39,7 +39,7 @@ class EventObjects:
 
     def raw(self, name: str, data: bytes) -> bytes:
         """A malformed event as its bytes (``"raw"``, as a tracepoint without a format)."""
-        name_json = utf8_json(name.encode("utf-8", "surrogateescape"))
+        name_json = text_json(name)
         return (self._head + name_json + self._nest(self._raw_key + hex_bytes(data))
                 + self._meta(b""))
 

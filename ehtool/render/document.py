@@ -23,7 +23,7 @@ from typing import BinaryIO, Protocol
 
 from ehtool.render.pretty import indenter
 from ehtool.render.style import SPACED, JsonStyle
-from ehtool.values.text import utf8_json
+from ehtool.values.text import text_json
 
 BOM = b"\xef\xbb\xbf"
 
@@ -99,7 +99,7 @@ class DocumentWriter:
         self._open = True
 
     def _opening(self, name: str, *, after: bool) -> bytes:
-        key = utf8_json(name.encode("utf-8", "surrogateescape"))
+        key = text_json(name)
         return (b",\n" if after else b"") + (b"  " if self._pretty else b"") + key + b": ["
 
     def _closing(self) -> bytes:

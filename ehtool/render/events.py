@@ -19,7 +19,7 @@ from ehtool.render.meta_keys import EVENTHEADER_DEFAULT, META_DEFAULT
 from ehtool.render.style import JsonStyle, grouped
 from ehtool.render.times import TIME_MODES, TimeFormat
 from ehtool.speedups import TIME_PERF
-from ehtool.values.text import hex_int, latin1_json, utf8_json, uuid_json
+from ehtool.values.text import hex_int, latin1_json, text_json, utf8_json, uuid_json
 
 if TYPE_CHECKING:
     from ehtool.render.eventheader import FastCache
@@ -107,12 +107,12 @@ class SampleFormatter:
         #: ``"file"`` meta member (JSON Lines output names each event's input)
         self._file_meta = b""
         if file is not None:
-            name = utf8_json(file.encode("utf-8", "surrogateescape"))
+            name = text_json(file)
             self._file_meta = style.sep + b'"file"' + style.colon + name
         #: --fields-key: the event's fields nested under this key (JSON bytes), or None
         self._fields_key = None
         if fields_key is not None:
-            self._fields_key = utf8_json(fields_key.encode("utf-8", "surrogateescape"))
+            self._fields_key = text_json(fields_key)
         s = style
         self._k_n = b"{" + s.first + b'"n"' + s.colon
         self._k_meta = s.sep + b'"meta"' + s.colon + b"{"
@@ -480,7 +480,7 @@ def _json_value(value: Any) -> bytes:
         return b"%d" % value
     if isinstance(value, bytes):
         value = value.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return utf8_json(str(value).encode("utf-8", "surrogateescape"))
+    return text_json(str(value))
 
 
 def _split_name(desc: Any, fmt: Any) -> tuple[str, str]:

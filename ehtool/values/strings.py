@@ -126,6 +126,12 @@ def utf8_text(data: Bytes) -> str:
     return escape_surrogates(str(data, "utf-8", "ehtool-utf8"))
 
 
+def text_json(text: str) -> bytes:
+    """Python text as a JSON string by the rule of :func:`utf8_json` (bytes that were not
+    UTF-8, kept by surrogateescape as file names and arguments are, as Latin-1)."""
+    return utf8_json(text.encode("utf-8", "surrogateescape"))
+
+
 def path_text(path: str) -> str:
     """A file name (bytes that are not UTF-8 as Python keeps them: surrogateescape) as
     the outputs show it: decode's JSON keys and ``"file"`` member, the ``file`` column,

@@ -48,6 +48,7 @@ from ehtool.values.strings import (
     latin1_json,
     str_json,
     string_json,
+    text_json,
     utf8_json,
     utf16_json,
     utf32_json,
@@ -58,7 +59,7 @@ __all__ = [
     "ERRNO_JSON", "bom_string_json", "boolean_json", "errno_json", "float32_bits_json",
     "float32_json", "float32_powers_json", "float64_json", "hex_bytes", "hex_int",
     "ipv4_json", "ipv6_json", "latin1_json", "port_json", "seconds_json", "signed_json",
-    "str_json", "string_json", "time32_json",
+    "str_json", "string_json", "text_json", "time32_json",
     "time64_json", "time_json", "unsigned_json", "utc_ns_json", "utf8_json", "utf16_json",
     "utf32_json", "uuid_json",
 ]
