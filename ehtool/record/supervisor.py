@@ -170,9 +170,7 @@ class Recorder:
                 result.decoder_status = self._finish_decoder(decoder)
             for problem in holder.release():
                 o.warn(f"could not unregister {problem}")
-        if self._relay is not None and self._relay.error is not None:
-            # (perf's last bytes, passed on after it exited, could not be written)
-            raise output_error(self._relay.error)
+        self._check_output()  # (perf's last bytes, passed on after it exited, too)
         self._summarize(result)
         return result
 
@@ -259,9 +257,10 @@ class Recorder:
 
     def _check_output(self) -> None:
         """OutputError when the live stream could not be written to stdout (ENOSPC: perf,
-        cut off, died of SIGPIPE, which is no reader going away)."""
+        cut off, died of SIGPIPE, which is no reader going away). The relay has ended
+        then (its thread stops once it has closed perf's pipe): joining it is brief."""
         if self._relay is not None and self._relay.error is not None:
-            self._relay.join()  # (its thread ends once it has closed perf's pipe)
+            self._relay.join()
             raise output_error(self._relay.error)
 
     def _reader_gone(self, perf: PerfSession) -> bool:
