@@ -36,8 +36,9 @@ from ehtool.eventheader.decoder import (
 )
 from ehtool.formats.tracefs_format import FieldFormat, decimal_pid
 from ehtool.formats.values import field_value, typed_json_renderer, value_reader
+from ehtool.values.typed_json import json_value
 
-__all__ = ["Event", "EventFile", "Fields", "SampleConverter", "open"]
+__all__ = ["ROW_COLUMNS", "Event", "EventFile", "Fields", "SampleConverter", "event_row", "open"]
 
 
 @dataclass(slots=True)
@@ -74,6 +75,25 @@ class Event:
 #: ``only`` for a check of the whole event that decodes no field
 _NONE: frozenset[bytes] = frozenset()
 _NO_FIELDS = Fields(())
+
+#: the values of an event's row for the columnar writers, in this order
+#: (:func:`event_row`, :meth:`SampleConverter.row`; then the sample's offset)
+ROW_COLUMNS = ("time", "session_time", "cpu", "pid", "tid", "comm", "provider", "event",
+               "level", "keyword", "opcode", "id", "version", "activity", "related_activity",
+               "fields", "error")
+
+
+def event_row(ev: Event) -> tuple:
+    """The row of a typed event: its values of ROW_COLUMNS (the UTC time as ``time``,
+    activity ids as text, the fields as their typed JSON object's text), then its
+    sample's offset."""
+    meta = ev.meta.get
+    activity, related = meta("activity"), meta("related_activity")
+    fields = ev.fields_json if ev.fields_json is not None else json_value(ev.fields.to_dict())
+    return (ev.utc_ns, ev.time, meta("cpu"), meta("pid"), meta("tid"), meta("comm"),
+            ev.provider, ev.event, meta("level"), meta("keyword"), meta("opcode"), meta("id"),
+            meta("version"), None if activity is None else str(activity),
+            None if related is None else str(related), fields, ev.error, ev.offset)
 
 
 class SampleConverter:
@@ -216,6 +236,42 @@ class SampleConverter:
         return Event(name, provider, event, sample.time, meta, fields,
                      _tracepoint(sample.desc), False, utc, error, sample.offset, text)
 
+    def row(self, sample: Any, fields: bool = True) -> tuple:
+        """``event_row(self.convert(sample, None if fields else frozenset(), fields))``
+        without the event: the columnar writers' way (``fields`` False: the fields are
+        not decoded, only checked, and their value is None). A test holds the two
+        equal on every recording the tests have."""
+        name, provider, event, fmt, eh_offset = self.describe(sample.desc)
+        time, tid = sample.time, sample.tid
+        comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
+        off = self.clock.offset_ns if self.clock is not None else None
+        utc = time + off if off is not None and time is not None else None
+        raw = sample.raw
+        if eh_offset is not None:
+            try:
+                parts = (self.decoder.typed_json_parts(fmt.name, raw, eh_offset) if fields
+                         else self.decoder.decode_parts(fmt.name, raw, eh_offset, _NONE))
+            except EventHeaderError:
+                parts = None  # (convert says why)
+            if parts is not None:
+                layout, act, members = parts
+                meta = layout.meta
+                activity, related = activity_ids(act) if act else (None, None)
+                return (utc, time, sample.cpu, sample.pid, tid, comm, layout.name.provider,
+                        layout.parsed.event_name, meta["level"], meta["keyword"],
+                        meta["opcode"], meta["id"], meta["version"],
+                        None if activity is None else str(activity),
+                        None if related is None else str(related),
+                        object_text(members) if fields else None, None, sample.offset)
+        elif fmt is not None:
+            text = (object_text(self._json_renderer(sample.desc)(
+                raw if type(raw) is bytes else bytes(raw))) if fields else None)
+            return (utc, time, sample.cpu, sample.pid, tid, comm, provider, event, None,
+                    None, None, None, None, None, None, text, None, sample.offset)
+        ev = self.convert(sample, None if fields else frozenset(), fields)
+        row = event_row(ev)
+        return row if fields else (*row[:15], None, *row[16:])
+
 
 def _tracepoint(desc: Any) -> str:
     """The tracepoint name of ``desc``'s samples: EVENT_DESC's, else its format's
@@ -304,6 +360,20 @@ class EventFile:
             raise RuntimeError(f"{self.path}: an EventFile is read by one iteration at a "
                                "time (finish or close the other, or open the file again)")
         self._iterating = True
+
+    def rows(self) -> Iterator[tuple]:
+        """The events as rows (:func:`event_row`: what the columnar writers store), the
+        fields as their typed JSON object's text unless the file was opened with
+        ``fields=()`` (then None); faster than the events."""
+        self._start()
+        try:
+            if self.empty:
+                return
+            row, fields = self.converter.row, self.fields is None
+            for sample in self.perf.samples(order=self.order):
+                yield row(sample, fields)
+        finally:
+            self._iterating = False
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options

@@ -28,13 +28,13 @@ error              string                    why an EventHeader tracepoint's eve
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ehtool.errors import InputError, UsageError, combined, input_name
+from ehtool.events import ROW_COLUMNS
 from ehtool.values.strings import path_text
-from ehtool.values.typed_json import json_value, storable
+from ehtool.values.typed_json import storable
 
 #: rows per record batch (memory stays bounded whatever the input size: a batch is
 #: built from Python values, about 2.4 KB a row for the reference recording's events)
@@ -101,10 +101,6 @@ def schema(columns: list[str] | None = None) -> Any:
     return pa.schema([full.field(n) for n in columns]) if columns else full
 
 
-def fields_json(fields: Any) -> str:
-    return json_value(fields.to_dict())
-
-
 def record_batches(paths: Iterable[str], columns: list[str] | None = None,
                    part: tuple[int, int] | None = None,
                    on_error: Callable[[InputError], None] | None = None,
@@ -124,7 +120,7 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     # without the fields column no field is decoded (the events are still checked whole)
     only = None if "fields" in names else ()
     files: list[str] = []  # each row's input
-    evs: list[Any] = []
+    rows: list[tuple] = []
     late: list[InputError] = []
     sink = on_error or late.append
 
@@ -133,17 +129,16 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
     for path in paths:
         name = path_text(input_name(path))  # (as JSON)
         try:
-            with open_events(path, fields=only, part=part, on_error=on_error,
-                             fields_json=only is None) as events:
-                for ev in events:
-                    evs.append(ev)
+            with open_events(path, fields=only, part=part, on_error=on_error) as events:
+                for row in events.rows():
+                    rows.append(row)
                     files.append(name)
-                    if len(evs) == BATCH_ROWS:
-                        yield _batch(pa, files, evs, out_schema, unfit)
-                        files, evs = [], []
+                    if len(rows) == BATCH_ROWS:
+                        yield _batch(pa, files, rows, out_schema, unfit)
+                        files, rows = [], []
         except InputError as exc:
-            last = _batch(pa, files, evs, out_schema, unfit) if evs else None
-            files, evs = [], []
+            last = _batch(pa, files, rows, out_schema, unfit) if rows else None
+            files, rows = [], []
             if on_fatal is None:
                 if last is not None:  # the complete events before the problem, then it
                     yield last
@@ -151,8 +146,8 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
             on_fatal(exc)  # (after the problems of the rows before: it replaces them)
             if last is not None:
                 yield last
-    if evs:
-        yield _batch(pa, files, evs, out_schema, unfit)
+    if rows:
+        yield _batch(pa, files, rows, out_schema, unfit)
     if late:
         raise combined(late)
 
@@ -161,38 +156,49 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
 Unfit = Callable[[int, InputError], None]
 
 
-def _batch(pa: Any, files: list[str], evs: list[Any], schema: Any, unfit: Unfit) -> Any:
+def _batch(pa: Any, files: list[str], rows: list[tuple], schema: Any, unfit: Unfit) -> Any:
+    columns = _columns(files, rows)
     arrays = []
     for f in schema:
-        values = COLUMNS[f.name](files, evs)
+        values = columns(f.name)
         try:
             arrays.append(to_array(pa, values, f.type))
         except (OverflowError, pa.ArrowInvalid):  # a value out of the column's range
             bounds = _bounds(pa, f.type)
             if bounds is None:
                 raise
-            arrays.append(to_array(pa, _fitting(f, bounds, values, files, evs, unfit),
+            arrays.append(to_array(pa, _fitting(f, bounds, values, files, rows, unfit),
                                    f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def column_values(pa: Any, schema: Any, files: list[str], evs: list[Any],
+def column_values(pa: Any, schema: Any, files: list[str], rows: list[tuple],
                   unfit: Unfit) -> list[list]:
-    """The values of ``schema``'s columns for these rows, as Python lists, those out of
-    their column's range None (:func:`record_batches` finds them building its arrays)."""
+    """The values of ``schema``'s columns for these rows (``ehtool.events.event_row``'s),
+    as Python lists, those out of their column's range None (:func:`record_batches`
+    finds them building its arrays)."""
+    columns = _columns(files, rows)
     out = []
     for f in schema:
-        values = COLUMNS[f.name](files, evs)
+        values = columns(f.name)
         # (only times may not fit: the other integers come from fields of their width)
         bounds = _bounds(pa, f.type) if f.name in _TIMES else None
         if bounds is not None:
             present = [v for v in values if v is not None]
             if present and (min(present) < bounds[0] or max(present) > bounds[1]):
-                values = _fitting(f, bounds, values, files, evs, unfit)
-        out.append(values)
+                values = _fitting(f, bounds, values, files, rows, unfit)
+        out.append(list(values))
     return out
 
 
+def _columns(files: list[str], rows: list[tuple]) -> Callable[[str], Sequence]:
+    """``column(name)``: the values of a column for rows of (input name, event row)."""
+    transposed = list(zip(*rows, strict=True)) if rows else [()] * (len(ROW_COLUMNS) + 1)
+    return lambda name: files if name == "file" else transposed[_INDEX[name]]
+
+
+#: a column's place in a row (``ehtool.events.ROW_COLUMNS``)
+_INDEX = {name: i for i, name in enumerate(ROW_COLUMNS)}
 #: the columns of the session clock's u64 times, which int64 may not hold
 _TIMES = frozenset(("time", "session_time"))
 
@@ -209,8 +215,8 @@ def _bounds(pa: Any, type_: Any) -> tuple[int, int] | None:
     return 0, (1 << bits) - 1
 
 
-def _fitting(column: Any, bounds: tuple[int, int], values: list, files: list[str],
-             evs: list[Any], unfit: Unfit) -> list:
+def _fitting(column: Any, bounds: tuple[int, int], values: Sequence, files: list[str],
+             rows: list[tuple], unfit: Unfit) -> list:
     """``values`` with those out of ``bounds`` as None, each one a problem naming the
     input and the sample's offset."""
     low, high = bounds
@@ -218,53 +224,15 @@ def _fitting(column: Any, bounds: tuple[int, int], values: list, files: list[str
     for i, v in enumerate(values):
         if v is not None and not low <= v <= high:
             out[i] = None
-            unfit(i, InputError(f"{files[i]}: offset {evs[i].offset:#x}: {column.name} {v} "
+            unfit(i, InputError(f"{files[i]}: offset {rows[i][-1]:#x}: {column.name} {v} "
                                 f"does not fit its column ({column.type}): null"))
     return out
 
 
-def to_array(pa: Any, values: list, type_: Any) -> Any:
+def to_array(pa: Any, values: Sequence, type_: Any) -> Any:
     """``values`` as an Arrow array of ``type_`` (strings with lone surrogates kept as
     :func:`storable` keeps them)."""
     try:
         return pa.array(values, type=type_)
     except UnicodeEncodeError:  # a lone surrogate (a name, a path) in a string column
         return pa.array([storable(v) for v in values], type=type_)
-
-
-def _attribute(name: str) -> Callable[[list[str], list[Any]], list]:
-    get = operator.attrgetter(name)
-    return lambda files, evs: list(map(get, evs))
-
-
-def _meta(key: str) -> Callable[[list[str], list[Any]], list]:
-    return lambda files, evs: [ev.meta.get(key) for ev in evs]
-
-
-#: column name -> its values for rows of (input name, typed event): ``column(files, evs)``
-COLUMNS: dict[str, Callable[[list[str], list[Any]], list]] = {
-    "file": lambda files, evs: files,
-    "time": _attribute("utc_ns"),
-    "session_time": _attribute("time"),
-    "cpu": _meta("cpu"),
-    "pid": _meta("pid"),
-    "tid": _meta("tid"),
-    "comm": _meta("comm"),
-    "provider": _attribute("provider"),
-    "event": _attribute("event"),
-    "level": _meta("level"),
-    "keyword": _meta("keyword"),
-    "opcode": _meta("opcode"),
-    "id": _meta("id"),
-    "version": _meta("version"),
-    "activity": lambda files, evs: [_text(ev.meta.get("activity")) for ev in evs],
-    "related_activity": lambda files, evs: [_text(ev.meta.get("related_activity"))
-                                            for ev in evs],
-    "fields": lambda files, evs: [fields_json(ev.fields) if ev.fields_json is None
-                                  else ev.fields_json for ev in evs],
-    "error": _attribute("error"),
-}
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -30,17 +30,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ehtool.analysis.arrow import (
-    column_values,
-    json_value,
-    require,
-    schema,
-    storable,
-    to_array,
-)
+from ehtool.analysis.arrow import column_values, require, schema, storable, to_array
 from ehtool.errors import InputError, combined, input_name
 from ehtool.eventheader.decoder import Fields
+from ehtool.events import event_row
 from ehtool.values.strings import path_text
+from ehtool.values.typed_json import json_value
 
 GROUP_ROWS = 16384
 PENDING_ROWS = 65536
@@ -141,7 +136,7 @@ class ByEventWriter:
             self.settle()
 
     def settle(self) -> None:
-        """The fresh events' common columns, a batch at a time (COLUMNS), as rows of
+        """The fresh events' common columns, a batch at a time (``event_row``), as rows of
         their event names (an event object is not kept past its batch)."""
         fresh, self.fresh = self.fresh, []
         files, evs = [path_text(input_name(f[0])) for f in fresh], [f[1] for f in fresh]
@@ -152,7 +147,8 @@ class ByEventWriter:
             else:
                 self.unfit(fresh[row][0], problem)
 
-        columns = column_values(self.pa, self.common, files, evs, unfit)
+        columns = column_values(self.pa, self.common, files, [event_row(ev) for ev in evs],
+                                unfit)
         for i, (_, ev, fields) in enumerate(fresh):
             key = (ev.name, _shape(fields))
             entry = self.events.get(key)
