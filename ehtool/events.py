@@ -83,17 +83,22 @@ ROW_COLUMNS = ("time", "session_time", "cpu", "pid", "tid", "comm", "provider", 
                "fields", "error")
 
 
-def event_row(ev: Event) -> tuple:
+def event_row(ev: Event, fields: bool = True) -> tuple:
     """The row of a typed event: its values of ROW_COLUMNS (the UTC time as ``time``,
-    activity ids as text, the fields as their typed JSON object's text), then its
-    sample's offset."""
+    activity ids as text, the fields as their typed JSON object's text, or None without
+    ``fields``), then its sample's offset."""
     meta = ev.meta.get
     activity, related = meta("activity"), meta("related_activity")
-    fields = ev.fields_json if ev.fields_json is not None else json_value(ev.fields.to_dict())
+    if not fields:
+        fields_text = None
+    elif ev.fields_json is not None:
+        fields_text = ev.fields_json
+    else:
+        fields_text = json_value(ev.fields.to_dict())
     return (ev.utc_ns, ev.time, meta("cpu"), meta("pid"), meta("tid"), meta("comm"),
             ev.provider, ev.event, meta("level"), meta("keyword"), meta("opcode"), meta("id"),
             meta("version"), None if activity is None else str(activity),
-            None if related is None else str(related), fields, ev.error, ev.offset)
+            None if related is None else str(related), fields_text, ev.error, ev.offset)
 
 
 class SampleConverter:
@@ -237,8 +242,8 @@ class SampleConverter:
                      _tracepoint(sample.desc), False, utc, error, sample.offset, text)
 
     def row(self, sample: Any, fields: bool = True) -> tuple:
-        """``event_row(self.convert(sample, None if fields else frozenset(), fields))``
-        without the event: the columnar writers' way (``fields`` False: the fields are
+        """``event_row(self.convert(sample, None if fields else frozenset(), fields),
+        fields)`` without the event: the columnar writers' way (``fields`` False: the fields are
         not decoded, only checked, and their value is None). A test holds the two
         equal on every recording the tests have."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
@@ -268,9 +273,7 @@ class SampleConverter:
                 raw if type(raw) is bytes else bytes(raw))) if fields else None)
             return (utc, time, sample.cpu, sample.pid, tid, comm, provider, event, None,
                     None, None, None, None, None, None, text, None, sample.offset)
-        ev = self.convert(sample, None if fields else frozenset(), fields)
-        row = event_row(ev)
-        return row if fields else (*row[:15], None, *row[16:])
+        return event_row(self.convert(sample, None if fields else frozenset(), fields), fields)
 
 
 def _tracepoint(desc: Any) -> str:

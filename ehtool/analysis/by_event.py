@@ -147,8 +147,8 @@ class ByEventWriter:
             else:
                 self.unfit(fresh[row][0], problem)
 
-        columns = column_values(self.pa, self.common, files, [event_row(ev) for ev in evs],
-                                unfit)
+        rows = [event_row(ev, fields=False) for ev in evs]  # (typed field columns instead)
+        columns = column_values(self.pa, self.common, files, rows, unfit)
         for i, (_, ev, fields) in enumerate(fresh):
             key = (ev.name, _shape(fields))
             entry = self.events.get(key)
