@@ -243,9 +243,9 @@ class SampleConverter:
 
     def row(self, sample: Any, fields: bool = True) -> tuple:
         """``event_row(self.convert(sample, None if fields else frozenset(), fields),
-        fields)`` without the event: the columnar writers' way (``fields`` False: the fields are
-        not decoded, only checked, and their value is None). A test holds the two
-        equal on every recording the tests have."""
+        fields)`` without the event: the columnar writers' way (``fields`` False: the
+        fields are not decoded, only checked, and their value is None). A test holds the
+        two equal on every recording the tests have."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         time, tid = sample.time, sample.tid
         comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
