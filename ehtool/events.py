@@ -38,7 +38,8 @@ from ehtool.formats.tracefs_format import FieldFormat, decimal_pid
 from ehtool.formats.values import field_value, typed_json_renderer, value_reader
 from ehtool.values.typed_json import json_value
 
-__all__ = ["ROW_COLUMNS", "Event", "EventFile", "Fields", "SampleConverter", "event_row", "open"]
+__all__ = ["ROW_COLUMNS", "ROW_OFFSET", "Event", "EventFile", "Fields", "SampleConverter",
+           "event_row", "open"]
 
 
 @dataclass(slots=True)
@@ -66,7 +67,7 @@ class Event:
     #: byte offset of the sample record in the input
     offset: int = field(default=0, repr=False)
     #: the fields as their JSON object by ``ehtool.values.typed_json``, when the events
-    #: were opened for it (``fields_json=True``: the columnar writers' ``fields``); the
+    #: were opened for it (``fields_json=True``: the ``fields`` column's text); the
     #: fields are then this text alone (``fields`` is empty; a tracepoint without a
     #: format keeps its ``raw`` field instead)
     fields_json: str | None = field(default=None, repr=False)
@@ -77,19 +78,21 @@ _NONE: frozenset[bytes] = frozenset()
 _NO_FIELDS = Fields(())
 
 #: the values of an event's row for the columnar writers, in this order
-#: (:func:`event_row`, :meth:`SampleConverter.row`; then the sample's offset)
+#: (:func:`event_row`, :meth:`SampleConverter.row`), then the sample's offset
 ROW_COLUMNS = ("time", "session_time", "cpu", "pid", "tid", "comm", "provider", "event",
                "level", "keyword", "opcode", "id", "version", "activity", "related_activity",
                "fields", "error")
+#: the place of the sample's offset in a row (after ROW_COLUMNS)
+ROW_OFFSET = len(ROW_COLUMNS)
 
 
-def event_row(ev: Event, fields: bool = True) -> tuple:
+def event_row(ev: Event, with_fields: bool = True) -> tuple:
     """The row of a typed event: its values of ROW_COLUMNS (the UTC time as ``time``,
     activity ids as text, the fields as their typed JSON object's text, or None without
-    ``fields``), then its sample's offset."""
+    ``with_fields``), then its sample's offset."""
     meta = ev.meta.get
     activity, related = meta("activity"), meta("related_activity")
-    if not fields:
+    if not with_fields:
         fields_text = None
     elif ev.fields_json is not None:
         fields_text = ev.fields_json
@@ -241,23 +244,25 @@ class SampleConverter:
         return Event(name, provider, event, sample.time, meta, fields,
                      _tracepoint(sample.desc), False, utc, error, sample.offset, text)
 
-    def row(self, sample: Any, fields: bool = True) -> tuple:
-        """``event_row(self.convert(sample, None if fields else frozenset(), fields),
-        fields)`` without the event: the columnar writers' way (``fields`` False: the
-        fields are not decoded, only checked, and their value is None). A test holds the
-        two equal on every recording the tests have."""
+    def row(self, sample: Any, with_fields: bool = True) -> tuple:
+        """``event_row(self.convert(sample, None if with_fields else frozenset(),
+        with_fields), with_fields)`` without the event: the columnar writers' way
+        (``with_fields`` False: the fields are not decoded, only checked, and their value
+        is None). A test holds the two equal on every recording the tests have."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         time, tid = sample.time, sample.tid
         comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
         off = self.clock.offset_ns if self.clock is not None else None
         utc = time + off if off is not None and time is not None else None
         raw = sample.raw
+        error = None
         if eh_offset is not None:
             try:
-                parts = (self.decoder.typed_json_parts(fmt.name, raw, eh_offset) if fields
-                         else self.decoder.decode_parts(fmt.name, raw, eh_offset, _NONE))
-            except EventHeaderError:
-                parts = None  # (convert says why)
+                decoder = self.decoder
+                parts = (decoder.typed_json_parts(fmt.name, raw, eh_offset) if with_fields
+                         else decoder.decode_parts(fmt.name, raw, eh_offset, _NONE))
+            except EventHeaderError as exc:  # shown as the plain tracepoint, saying why
+                parts, error = None, str(exc)
             if parts is not None:
                 layout, act, members = parts
                 meta = layout.meta
@@ -267,13 +272,14 @@ class SampleConverter:
                         meta["opcode"], meta["id"], meta["version"],
                         None if activity is None else str(activity),
                         None if related is None else str(related),
-                        object_text(members) if fields else None, None, sample.offset)
-        elif fmt is not None:
+                        object_text(members) if with_fields else None, None, sample.offset)
+        if fmt is not None:
             text = (object_text(self._json_renderer(sample.desc)(
-                raw if type(raw) is bytes else bytes(raw))) if fields else None)
+                raw if type(raw) is bytes else bytes(raw))) if with_fields else None)
             return (utc, time, sample.cpu, sample.pid, tid, comm, provider, event, None,
-                    None, None, None, None, None, None, text, None, sample.offset)
-        return event_row(self.convert(sample, None if fields else frozenset(), fields), fields)
+                    None, None, None, None, None, None, text, error, sample.offset)
+        only = None if with_fields else frozenset()
+        return event_row(self.convert(sample, only, with_fields), with_fields)
 
 
 def _tracepoint(desc: Any) -> str:
@@ -366,8 +372,9 @@ class EventFile:
 
     def rows(self) -> Iterator[tuple]:
         """The events as rows (:func:`event_row`: what the columnar writers store), the
-        fields as their typed JSON object's text unless the file was opened with
-        ``fields=()`` (then None); faster than the events."""
+        fields as their typed JSON object's text when the file was opened for all of
+        them (``fields=None``; with a selection of fields, None); faster than the
+        events."""
         self._start()
         try:
             if self.empty:

@@ -25,6 +25,13 @@ def golden_path(name: str) -> Path:
     return path
 
 
+def optional(name: str) -> list[Path]:
+    """``[../shared/golden/<name>]``, or ``[]`` when it is missing (for a test that also
+    runs on the project's own files); a failure under EHTOOL_REQUIRE_GOLDEN=1."""
+    return [golden_path(name)] if (GOLDEN / name).exists() or os.environ.get(
+        "EHTOOL_REQUIRE_GOLDEN") == "1" else []
+
+
 def required(path: Path) -> Path:
     """``path`` itself; a golden file through :func:`golden_path` (a skip, or a failure
     under EHTOOL_REQUIRE_GOLDEN=1, when it is missing)."""

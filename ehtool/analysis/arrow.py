@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ehtool.errors import InputError, UsageError, combined, input_name
-from ehtool.events import ROW_COLUMNS
+from ehtool.events import ROW_COLUMNS, ROW_OFFSET
 from ehtool.values.strings import path_text
 from ehtool.values.typed_json import storable
 
@@ -193,7 +193,7 @@ def column_values(pa: Any, schema: Any, files: list[str], rows: list[tuple],
 
 def _columns(files: list[str], rows: list[tuple]) -> Callable[[str], Sequence]:
     """``column(name)``: the values of a column for rows of (input name, event row)."""
-    transposed = list(zip(*rows, strict=True)) if rows else [()] * (len(ROW_COLUMNS) + 1)
+    transposed = list(zip(*rows, strict=True)) if rows else [()] * (ROW_OFFSET + 1)
     return lambda name: files if name == "file" else transposed[_INDEX[name]]
 
 
@@ -224,7 +224,7 @@ def _fitting(column: Any, bounds: tuple[int, int], values: Sequence, files: list
     for i, v in enumerate(values):
         if v is not None and not low <= v <= high:
             out[i] = None
-            unfit(i, InputError(f"{files[i]}: offset {rows[i][-1]:#x}: {column.name} {v} "
+            unfit(i, InputError(f"{files[i]}: offset {rows[i][ROW_OFFSET]:#x}: {column.name} {v} "
                                 f"does not fit its column ({column.type}): null"))
     return out
 

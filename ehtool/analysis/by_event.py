@@ -147,7 +147,7 @@ class ByEventWriter:
             else:
                 self.unfit(fresh[row][0], problem)
 
-        rows = [event_row(ev, fields=False) for ev in evs]  # (typed field columns instead)
+        rows = [event_row(ev, with_fields=False) for ev in evs]  # (typed field columns instead)
         columns = column_values(self.pa, self.common, files, rows, unfit)
         for i, (_, ev, fields) in enumerate(fresh):
             key = (ev.name, _shape(fields))

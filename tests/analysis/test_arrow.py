@@ -27,13 +27,11 @@ def test_the_fields_column_is_the_typed_fields_json():
     import ehtool
     from ehtool.analysis.arrow import record_batches
     from ehtool.values.typed_json import json_value
-    from golden import golden_path
+    from golden import optional
 
     paths = sorted(str(p) for p in (REPO / "tests" / "data").glob("*.data"))
     paths += [str(REPO / "examples" / "eventheader.data"), str(REPO / "examples" / "sched.data")]
-    reference = golden_path("linuxtracepoints/perf.data")
-    if reference.exists():
-        paths.append(str(reference))
+    paths += map(str, optional("linuxtracepoints/perf.data"))
     rows = 0
     for path in paths:
         try:

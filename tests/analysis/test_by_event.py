@@ -124,7 +124,7 @@ class _Ev:
         self.fields = Fields(fields)
         self.meta = {"cpu": 0, "pid": 1, "tid": 1}
         self.time = self.utc_ns = self.offset = 0
-        self.error = self.fields_json = None
+        self.error = None
 
 
 def test_a_new_layout_starts_a_new_part(tmp_path, monkeypatch):

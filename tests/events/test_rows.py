@@ -36,10 +36,9 @@ def _both(path: Path, fields: bool) -> tuple[list, list]:
 def _recordings() -> list[Path]:
     paths = sorted((ROOT / "examples").glob("*.data")) + sorted((ROOT / "tests" / "data")
                                                                   .glob("*.data"))
-    from golden import golden_path
+    from golden import optional
 
-    reference = golden_path("linuxtracepoints/perf.data")
-    return paths + ([reference] if reference.exists() else [])
+    return paths + optional("linuxtracepoints/perf.data")
 
 
 def _payloads_mutated(src: Path, dst: Path) -> Path:
