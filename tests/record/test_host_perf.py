@@ -290,6 +290,34 @@ def test_a_hangup_ignored_when_record_starts_stays_ignored(tmp_path):
     assert time.monotonic() - started >= 2, err
 
 
+def _decoder_of(pid: int) -> int | None:
+    """The pid of ``ehtool record --decode``'s decoder (``python -m ehtool decode ... -``),
+    or None. A child between its fork and its exec (``perf version``, ``perf record -h``,
+    perf itself) still shows the recorder's own command line, whose ``--decode`` holds
+    ``decode`` too: only an argument that is ``decode`` itself names the decoder. A child
+    may also end while it is looked at."""
+    import os
+
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as cmd:
+                    if b"decode" in cmd.read().split(b"\0"):
+                        return int(child)
+            except OSError:
+                continue
+    return None
+
+
 def test_a_decoder_killed_by_a_signal_is_said_and_its_status_is_the_shells(tmp_path):
     """``record --decode`` whose decoder was killed (SIGKILL): exit 247 without a word
     (its negative status given to sys.exit); now 137 and a warning naming the signal."""
@@ -305,12 +333,7 @@ def test_a_decoder_killed_by_a_signal_is_said_and_its_status_is_the_shells(tmp_p
     decoder = None
     while decoder is None and time.monotonic() < deadline:
         time.sleep(0.1)
-        for task in os.listdir(f"/proc/{proc.pid}/task"):
-            with open(f"/proc/{proc.pid}/task/{task}/children") as f:
-                for pid in f.read().split():
-                    with open(f"/proc/{pid}/cmdline", "rb") as cmd:
-                        if b"decode" in cmd.read():
-                            decoder = int(pid)
+        decoder = _decoder_of(proc.pid)
     assert decoder is not None, "no decoder started"
     time.sleep(1.0)  # (perf is recording)
     os.kill(decoder, signal.SIGKILL)
