@@ -206,20 +206,12 @@ class SampleConverter:
                                 "tid": sample.tid}
         if self.comm_of is not None and sample.tid is not None:
             meta["comm"] = self.comm_of(sample.tid)
-        off = self.clock.offset_ns if self.clock is not None else None
-        utc = sample.time + off if off is not None and sample.time is not None else None
         raw = sample.raw
         error = text = None
         as_json = fields_json and only is None
         if eh_offset is not None:
-            try:
-                if as_json:
-                    parts = self.decoder.typed_json_parts(fmt.name, raw, eh_offset)
-                else:
-                    parts = self.decoder.decode_parts(
-                        fmt.name, raw, eh_offset, None if only is None else self._encoded(only))
-            except EventHeaderError as exc:
-                parts, error = None, str(exc)
+            parts, error = self._eventheader(fmt, raw, eh_offset, as_json,
+                                             None if only is None else self._encoded(only))
             if parts is not None:
                 layout, act, fields = parts
                 if as_json:
@@ -228,21 +220,20 @@ class SampleConverter:
                 if act:
                     meta["activity"], meta["related_activity"] = activity_ids(act)
                 return Event(layout.title, layout.name.provider, layout.parsed.event_name,
-                             sample.time, meta, fields, sample.desc.name, True, utc, None,
-                             sample.offset, text)
+                             sample.time, meta, fields, sample.desc.name, True,
+                             self._utc(sample.time), None, sample.offset, text)
         if fmt is None:
             fields = Fields([("raw", bytes(raw))])
         elif as_json:
-            text = object_text(self._json_renderer(sample.desc)(
-                raw if type(raw) is bytes else bytes(raw)))
-            fields = _NO_FIELDS
+            text, fields = self._tracefs_json(sample), _NO_FIELDS
         elif only is None:
             fields = Fields([(name, read(raw)) for name, read in self._readers(sample.desc)])
         else:
             fields = Fields([(f.name, field_value(f, raw, self.big_endian))
                              for f in self._formats(sample.desc) if f.name in only])
         return Event(name, provider, event, sample.time, meta, fields,
-                     _tracepoint(sample.desc), False, utc, error, sample.offset, text)
+                     _tracepoint(sample.desc), False, self._utc(sample.time), error,
+                     sample.offset, text)
 
     def row(self, sample: Any, with_fields: bool = True) -> tuple:
         """``event_row(self.convert(sample, None if with_fields else frozenset(),
@@ -252,34 +243,49 @@ class SampleConverter:
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
         time, tid = sample.time, sample.tid
         comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
-        off = self.clock.offset_ns if self.clock is not None else None
-        utc = time + off if off is not None and time is not None else None
-        raw = sample.raw
         error = None
         if eh_offset is not None:
-            try:
-                decoder = self.decoder
-                parts = (decoder.typed_json_parts(fmt.name, raw, eh_offset) if with_fields
-                         else decoder.decode_parts(fmt.name, raw, eh_offset, _NONE))
-            except EventHeaderError as exc:  # shown as the plain tracepoint, saying why
-                parts, error = None, str(exc)
+            parts, error = self._eventheader(fmt, sample.raw, eh_offset, with_fields, _NONE)
             if parts is not None:
                 layout, act, members = parts
                 meta = layout.meta
                 activity, related = activity_ids(act) if act else (None, None)
-                return (utc, time, sample.cpu, sample.pid, tid, comm, layout.name.provider,
-                        layout.parsed.event_name, meta["level"], meta["keyword"],
-                        meta["opcode"], meta["id"], meta["version"],
+                return (self._utc(time), time, sample.cpu, sample.pid, tid, comm,
+                        layout.name.provider, layout.parsed.event_name, meta["level"],
+                        meta["keyword"], meta["opcode"], meta["id"], meta["version"],
                         None if activity is None else str(activity),
                         None if related is None else str(related),
                         object_text(members) if with_fields else None, None, sample.offset)
         if fmt is not None:
-            text = (object_text(self._json_renderer(sample.desc)(
-                raw if type(raw) is bytes else bytes(raw))) if with_fields else None)
-            return (utc, time, sample.cpu, sample.pid, tid, comm, provider, event, None,
-                    None, None, None, None, None, None, text, error, sample.offset)
+            return (self._utc(time), time, sample.cpu, sample.pid, tid, comm, provider, event,
+                    None, None, None, None, None, None, None,
+                    self._tracefs_json(sample) if with_fields else None, error, sample.offset)
         only = None if with_fields else frozenset()
         return event_row(self.convert(sample, only, with_fields), with_fields)
+
+    def _eventheader(self, fmt: Any, raw: Any, eh_offset: int, as_json: bool,
+                     only: frozenset[bytes] | None) -> tuple[tuple | None, str | None]:
+        """``(parts, None)`` of an EventHeader tracepoint's sample (the decoder's
+        ``typed_json_parts`` with ``as_json``, else its ``decode_parts`` of ``only``);
+        ``(None, None)`` when its data is not EventHeader, ``(None, why)`` when it is
+        malformed: either way it is shown as the plain tracepoint."""
+        try:
+            if as_json:
+                return self.decoder.typed_json_parts(fmt.name, raw, eh_offset), None
+            return self.decoder.decode_parts(fmt.name, raw, eh_offset, only), None
+        except EventHeaderError as exc:
+            return None, str(exc)
+
+    def _utc(self, time: int | None) -> int | None:
+        """A session-clock time as ns since the epoch (UTC), when the file has clock data."""
+        off = self.clock.offset_ns if self.clock is not None else None
+        return time + off if off is not None and time is not None else None
+
+    def _tracefs_json(self, sample: Any) -> str:
+        """The JSON object of the tracefs fields of a sample whose format is known."""
+        raw = sample.raw
+        return object_text(self._json_renderer(sample.desc)(
+            raw if type(raw) is bytes else bytes(raw)))
 
 
 def _tracepoint(desc: Any) -> str:
