@@ -356,55 +356,47 @@ class EventFile:
             perf.stop_at_split(targets[k])
 
     def __iter__(self) -> Iterator[Event]:
-        self._start()
-        try:
-            if self.empty:
-                return
-            convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
-            for sample in self.perf.samples(order=self.order):
-                yield convert(sample, fields, as_json)
-        finally:
-            self._iterating = False
-
-    def _start(self) -> None:
-        """Before an iteration: ValueError once closed, RuntimeError while another one is
-        under way (each reads the file with the same reader: open it again instead)."""
-        if self.perf.closed:
-            raise ValueError(f"{self.path}: the EventFile is closed")
-        if self._iterating:
-            raise RuntimeError(f"{self.path}: an EventFile is read by one iteration at a "
-                               "time (finish or close the other, or open the file again)")
-        self._iterating = True
+        convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
+        return self._iteration(lambda: (convert(sample, fields, as_json)
+                                        for sample in self.perf.samples(order=self.order)))
 
     def rows(self) -> Iterator[tuple]:
         """The events as rows (:func:`event_row`: what the columnar writers store), the
         fields as their typed JSON object's text when the file was opened for all of
         them (``fields=None``; with a selection of fields, None); faster than the
         events."""
-        self._start()
-        try:
-            if self.empty:
-                return
-            row, fields = self.converter.row, self.fields is None
-            for sample in self.perf.samples(order=self.order):
-                yield row(sample, fields)
-        finally:
-            self._iterating = False
+        row, fields = self.converter.row, self.fields is None
+        return self._iteration(lambda: (row(sample, fields)
+                                        for sample in self.perf.samples(order=self.order)))
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options
         (:class:`ehtool.decode.filters.Selection`: ``bind``, ``filter_batch``), checked
         on the samples a batch at a time, as JSON output checks them, before they
         become events."""
-        self._start()
-        try:
-            if self.empty:
-                return
+        convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
+
+        def kept() -> Iterator[Event]:
             selection.bind(self.perf, decimal_pids=self.converter.decimal_pids)
-            convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
             for batch in self.perf.batches(self.order, nonsample=False):
                 for sample in selection.filter_batch(batch):
                     yield convert(sample, fields, as_json)
+        return self._iteration(kept)
+
+    def _iteration(self, items: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+        """``items()`` as the one iteration of the file under way (none of a part that is
+        empty): from its first step, ValueError once closed, RuntimeError while another
+        one is under way (each reads the file with the same reader: open it again
+        instead)."""
+        if self.perf.closed:
+            raise ValueError(f"{self.path}: the EventFile is closed")
+        if self._iterating:
+            raise RuntimeError(f"{self.path}: an EventFile is read by one iteration at a "
+                               "time (finish or close the other, or open the file again)")
+        self._iterating = True
+        try:
+            if not self.empty:
+                yield from items()
         finally:
             self._iterating = False
 
