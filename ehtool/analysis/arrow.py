@@ -173,10 +173,10 @@ def _batch(pa: Any, files: list[str], rows: list[tuple], schema: Any, unfit: Unf
 
 
 def column_values(pa: Any, schema: Any, files: list[str], rows: list[tuple],
-                  unfit: Unfit) -> list[list]:
+                  unfit: Unfit) -> list[Sequence]:
     """The values of ``schema``'s columns for these rows (``ehtool.events.event_row``'s),
-    as Python lists, those out of their column's range None (:func:`record_batches`
-    finds them building its arrays)."""
+    those out of their column's range None (:func:`record_batches` finds them building
+    its arrays)."""
     columns = _columns(files, rows)
     out = []
     for f in schema:
@@ -187,7 +187,7 @@ def column_values(pa: Any, schema: Any, files: list[str], rows: list[tuple],
             present = [v for v in values if v is not None]
             if present and (min(present) < bounds[0] or max(present) > bounds[1]):
                 values = _fitting(f, bounds, values, files, rows, unfit)
-        out.append(list(values))
+        out.append(values)
     return out
 
 
