@@ -27,11 +27,9 @@ def test_the_fields_column_is_the_typed_fields_json():
     import ehtool
     from ehtool.analysis.arrow import record_batches
     from ehtool.values.typed_json import json_value
-    from golden import optional
+    from recordings import every_recording
 
-    paths = sorted(str(p) for p in (REPO / "tests" / "data").glob("*.data"))
-    paths += [str(REPO / "examples" / "eventheader.data"), str(REPO / "examples" / "sched.data")]
-    paths += map(str, optional("linuxtracepoints/perf.data"))
+    paths = [str(p) for p in every_recording()]
     rows = 0
     for path in paths:
         try:

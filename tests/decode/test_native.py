@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ehtool.perfdata.writer import replay_samples
 from golden import golden_path
 from impl import require_speedups
+from recordings import rewrite_samples
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ["golden", "examples/eventheader.data", "examples/sched.data",
@@ -67,48 +69,33 @@ def test_malformed_eventheader_events_fall_back_the_same_way(tmp_path):
     """Every payload byte of every EventHeader sample of the reference recording cut
     or flipped: the C loop hands such events to Python, which warns and shows them
     as plain tracepoints, identically."""
-    from ehtool.perfdata import PerfDataFile
-    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+    n = 0
 
-    src = golden_path("linuxtracepoints/perf.data")
-    dst = tmp_path / "mutated.data"
-    with PerfDataFile.open(src) as f:
-        w = PerfDataWriter(dst, big_endian=f.big_endian)
-        copy_metadata(w, f)
-        descs = {d.name: i for i, d in enumerate(f.descs)}
-        n = 0
-        for s in f.samples(order="file"):
-            fmt = s.desc.format
-            raw = s.raw
-            if fmt is not None and fmt.eventheader_offset is not None:
-                k = 8 + n % max(1, len(raw) - 8)
-                raw = raw[:k] + bytes([raw[k] ^ 0x5A]) + raw[k + 1:] if n % 2 else raw[:k]
-                n += 1
-            w.add_sample(descs[s.desc.name], id=s.desc.id, time=s.time, pid=s.pid,
-                         tid=s.tid, cpu=s.cpu, raw=raw)
-        w.close()
+    def raws(s: Any) -> list[bytes]:
+        nonlocal n
+        fmt, raw = s.desc.format, s.raw
+        if fmt is not None and fmt.eventheader_offset is not None:
+            k = 8 + n % max(1, len(raw) - 8)
+            raw = raw[:k] + bytes([raw[k] ^ 0x5A]) + raw[k + 1:] if n % 2 else raw[:k]
+            n += 1
+        return [raw]
+    dst = rewrite_samples(golden_path("linuxtracepoints/perf.data"),
+                          tmp_path / "mutated.data", raws)
     out = both(dst)
     assert n > 200 and out.count(b'"n": ') > 500
 
 
 def _mutated(src: Path, dst: Path) -> Path:
     """``src`` with every EventHeader sample cut or flipped at a moving byte."""
-    from ehtool.perfdata import PerfDataFile
-    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+    count = iter(range(1 << 62))
 
-    with PerfDataFile.open(src) as f:
-        w = PerfDataWriter(dst, big_endian=f.big_endian)
-        copy_metadata(w, f)
-        descs = {d.name: i for i, d in enumerate(f.descs)}
-        for n, s in enumerate(f.samples(order="file")):
-            raw = s.raw
-            if n % 3:
-                k = n % max(1, len(raw))
-                raw = raw[:k] + bytes([raw[k] ^ 0xA5]) + raw[k + 1:] if n % 2 else raw[:k]
-            w.add_sample(descs[s.desc.name], id=s.desc.id, time=s.time, pid=s.pid,
-                         tid=s.tid, cpu=s.cpu, raw=raw)
-        w.close()
-    return dst
+    def raws(s: Any) -> list[bytes]:
+        n, raw = next(count), s.raw
+        if n % 3:
+            k = n % max(1, len(raw))
+            raw = raw[:k] + bytes([raw[k] ^ 0xA5]) + raw[k + 1:] if n % 2 else raw[:k]
+        return [raw]
+    return rewrite_samples(src, dst, raws)
 
 
 @pytest.mark.parametrize("time_mode", ["perf", "ns", "rel", "delta"])

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fuzz.harness import mutate, seeds
 
 import ehtool
 from ehtool.events import ROW_COLUMNS, event_row
+from recordings import every_recording, rewrite_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,41 +35,23 @@ def _both(path: Path, fields: bool) -> tuple[list, list]:
     return got, want
 
 
-def _recordings() -> list[Path]:
-    paths = sorted((ROOT / "examples").glob("*.data")) + sorted((ROOT / "tests" / "data")
-                                                                  .glob("*.data"))
-    from golden import optional
-
-    return paths + optional("linuxtracepoints/perf.data")
-
-
 def _payloads_mutated(src: Path, dst: Path) -> Path:
     """``src`` with each EventHeader sample followed by copies of it cut, and flipped, at
     each of its first 64 bytes (after its tracepoint's common fields)."""
-    from ehtool.perfdata import PerfDataFile
-    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
-
-    with PerfDataFile.open(src) as f:
-        w = PerfDataWriter(dst, big_endian=f.big_endian)
-        copy_metadata(w, f)
-        descs = {d.name: i for i, d in enumerate(f.descs)}
-        for s in f.samples(order="file"):
-            raws = [s.raw]
-            start = getattr(s.desc.format, "eventheader_offset", None)
-            if start is not None:
-                for k in range(start, min(len(s.raw), start + 64)):
-                    raws += [s.raw[:k], s.raw[:k] + bytes([s.raw[k] ^ 0x5A]) + s.raw[k + 1:]]
-            for raw in raws:
-                w.add_sample(descs[s.desc.name], id=s.desc.id, time=s.time, pid=s.pid,
-                             tid=s.tid, cpu=s.cpu, raw=raw)
-        w.close()
-    return dst
+    def raws(s: Any) -> list[bytes]:
+        raw, start = s.raw, getattr(s.desc.format, "eventheader_offset", None)
+        out = [raw]
+        if start is not None:
+            for k in range(start, min(len(raw), start + 64)):
+                out += [raw[:k], raw[:k] + bytes([raw[k] ^ 0x5A]) + raw[k + 1:]]
+        return out
+    return rewrite_samples(src, dst, raws)
 
 
 @pytest.mark.parametrize("fields", [True, False], ids=["fields", "no-fields"])
 def test_rows_are_the_events_rows_on_every_recording(fields, tmp_path):
     rows = activities = malformed = 0
-    recordings = _recordings()
+    recordings = every_recording()
     recordings += [_payloads_mutated(p, tmp_path / f"cut-{p.name}") for p in recordings
                    if p.name in ("eventheader.data", "eh-612.data")]
     for path in recordings:
