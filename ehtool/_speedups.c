@@ -3228,6 +3228,472 @@ static PyTypeObject FilterType = {
     .tp_methods = Filter_methods,
 };
 
+/* ================================================================================== */
+/* RowMaker: the per-sample loop of ehtool.events.SampleConverter.row (the columnar    */
+/* writers' rows), a batch at a time                                                  */
+/* ================================================================================== */
+
+/* RowMaker(layouts, describe, entry_of, fallback, slots, clock, comm_of, error, sample_type)
+ *   describe(desc) -> a spec, made once per EventDesc:
+ *     (0, template, render)  a tracepoint with a format: the template with the sample's
+ *                            values, fields the object of render(raw)'s members (render
+ *                            None: fields stay None);
+ *     (1, tracepoint, eventheader_offset)  an EventHeader tracepoint: its events are
+ *                            looked up in ``layouts`` (TypedDecoder._layouts: tracepoint ->
+ *                            first 12 event bytes -> [(activity ids size, expect size,
+ *                            {expect: EventLayout})]) as TypedDecoder._layout does, and a
+ *                            layout's row is entry_of(layout) -> (template, fn) or None:
+ *                            fields the object of fn(data, payload, offset)'s members, or
+ *                            fn is the whole check and fields stay None (skip: the
+ *                            layout's, item 5);
+ *     None                   fallback(sample) makes its rows.
+ *   fallback(sample) also makes the rows of anything the specs do not cover (a cache miss,
+ *   another extension layout, a fn that raises ``error``: it says why).
+ *   slots: the row's places of the UTC time, session time, cpu, pid, tid, comm, activity,
+ *   related activity, fields and the sample's offset (ehtool.events.ROW_COLUMNS).
+ *   clock: its offset_ns is read at each call (None: no UTC time); comm_of(tid) or None.
+ * Samples are read by index (ehtool.perfdata.records.Sample: time, cpu, pid, tid, raw,
+ * desc, offset). */
+
+enum { RS_UTC, RS_TIME, RS_CPU, RS_PID, RS_TID, RS_COMM, RS_ACT, RS_REL, RS_FIELDS, RS_OFF,
+       RS_COUNT };
+
+#define ROW_ENTRIES_MAX 4096
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *layouts, *describe, *entry_of, *fallback, *clock, *comm_of, *error, *sample_type;
+    PyObject *specs;   /* dict: EventDesc -> spec */
+    PyObject *entries; /* dict: id(layout) -> (layout, template, fn) or (layout,) */
+    Py_ssize_t slots[RS_COUNT];
+    int with_fields;
+} RowMakerObject;
+
+static PyObject *
+uuid_text(const unsigned char *q)
+{
+    static const char digits[] = "0123456789abcdef";
+    char text[36];
+    int w = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            text[w++] = '-';
+        text[w++] = digits[q[i] >> 4];
+        text[w++] = digits[q[i] & 15];
+    }
+    return PyUnicode_FromStringAndSize(text, w);
+}
+
+/* ``{`` + all but the first byte of members + ``}`` as str (object_text), from o */
+static PyObject *
+object_text_of(Out *o)
+{
+    if (o->len == 0)
+        return PyUnicode_FromStringAndSize("{}", 2);
+    if (out_put(o, "}", 1) < 0)
+        return NULL;
+    o->data[0] = '{';
+    return PyUnicode_DecodeUTF8(o->data, o->len, NULL);
+}
+
+/* The fields object of fn(args)'s members (a Plan's render runs here) */
+static PyObject *
+fields_text(PyObject *fn, PyObject *const *args, Py_ssize_t nargs)
+{
+    Out o;
+    out_init(&o);
+    PyObject *text = NULL;
+    PlanObject *plan = plan_of(fn, (PyCFunction)(void (*)(void))Plan_render);
+    int rc = FAIL_DEFER;
+    if (plan != NULL && nargs == 3) {
+        Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+        rc = p == -1 && PyErr_Occurred() ? FAIL_PY : plan_run(plan, args[0], p, &o);
+        if (rc == FAIL_DEFER) {
+            o.len = 0;
+            fn = plan->fallback;
+        }
+    }
+    else if (plan == NULL) {
+        plan = plan_of(fn, (PyCFunction)(void (*)(void))Plan_render_record);
+        if (plan != NULL && nargs == 1 && PyBytes_GET_SIZE(args[0]) >= plan->min_len) {
+            rc = plan_run(plan, args[0], 0, &o);
+            if (rc == FAIL_DEFER) {
+                o.len = 0;
+                fn = plan->fallback;
+            }
+        }
+    }
+    if (rc == FAIL_DEFER && put_result(&o, PyObject_Vectorcall(fn, args, nargs, NULL),
+                                       "a renderer") == 0)
+        rc = OK;
+    if (rc == OK)
+        text = object_text_of(&o);
+    out_free(&o);
+    return text;
+}
+
+/* A new row: ``template`` with the sample's values in their slots (activity ids and
+ * fields: the caller's new references, taken here, or NULL for None). */
+static PyObject *
+row_from(RowMakerObject *self, PyObject *template, PyObject *sample, PyObject *offset_ns,
+         PyObject *activity, PyObject *related, PyObject *fields)
+{
+    PyObject *time = PyTuple_GET_ITEM(sample, 0), *tid = PyTuple_GET_ITEM(sample, 3);
+    PyObject *values[RS_COUNT] = {NULL}, *row = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(template);
+    values[RS_ACT] = activity != NULL ? activity : Py_NewRef(Py_None);
+    values[RS_REL] = related != NULL ? related : Py_NewRef(Py_None);
+    values[RS_FIELDS] = fields != NULL ? fields : Py_NewRef(Py_None);
+    values[RS_TIME] = Py_NewRef(time);
+    values[RS_CPU] = Py_NewRef(PyTuple_GET_ITEM(sample, 1));
+    values[RS_PID] = Py_NewRef(PyTuple_GET_ITEM(sample, 2));
+    values[RS_TID] = Py_NewRef(tid);
+    values[RS_OFF] = Py_NewRef(PyTuple_GET_ITEM(sample, 6));
+    values[RS_UTC] = offset_ns != Py_None && time != Py_None ? PyNumber_Add(time, offset_ns)
+                                                              : Py_NewRef(Py_None);
+    if (values[RS_UTC] == NULL)
+        goto done;
+    values[RS_COMM] = self->comm_of != Py_None && tid != Py_None ? call1(self->comm_of, tid)
+                                                                  : Py_NewRef(Py_None);
+    if (values[RS_COMM] == NULL)
+        goto done;
+    for (int k = 0; k < RS_COUNT; k++) {
+        if (self->slots[k] >= n) {
+            PyErr_SetString(PyExc_ValueError, "RowMaker: a template shorter than its slots");
+            goto done;
+        }
+    }
+    row = PyTuple_New(n);
+    if (row == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(row, i, Py_NewRef(PyTuple_GET_ITEM(template, i)));
+    for (int k = 0; k < RS_COUNT; k++) {
+        Py_SETREF(((PyTupleObject *)row)->ob_item[self->slots[k]], values[k]);
+        values[k] = NULL;
+    }
+done:
+    for (int k = 0; k < RS_COUNT; k++)
+        Py_XDECREF(values[k]);
+    return row;
+}
+
+/* The cached EventLayout of an EventHeader sample (borrowed), or NULL: not cached (no
+ * error) or a lookup failed (error set). *act: its activity ids' size. */
+static PyObject *
+layout_of(RowMakerObject *self, PyObject *tracepoint, PyObject *raw, Py_ssize_t off,
+          Py_ssize_t *act)
+{
+    PyObject *groups = cache_get(self->layouts, tracepoint, raw, off, 12);
+    if (groups == NULL || !PyList_Check(groups))
+        return NULL;
+    Py_ssize_t len = PyBytes_GET_SIZE(raw);
+    for (Py_ssize_t g = 0; g < PyList_GET_SIZE(groups); g++) {
+        PyObject *group = PyList_GET_ITEM(groups, g);
+        if (!PyTuple_Check(group) || PyTuple_GET_SIZE(group) != 3)
+            return NULL;
+        Py_ssize_t activity = PyLong_AsSsize_t(PyTuple_GET_ITEM(group, 0));
+        Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(group, 1));
+        PyObject *by_expect = PyTuple_GET_ITEM(group, 2);
+        if (activity < 0 || size < 0 || !PyDict_Check(by_expect)) {
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_ssize_t start = off + 12 + activity;
+        if (start + size > len)
+            continue;
+        PyObject *expect = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + start, size);
+        if (expect == NULL)
+            return NULL;
+        PyObject *layout = PyDict_GetItemWithError(by_expect, expect);
+        Py_DECREF(expect);
+        if (layout != NULL) {
+            *act = activity;
+            return layout;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return NULL;
+}
+
+/* The entry of a layout (borrowed): (layout, template, fn), or (layout,) for the
+ * fallback's; NULL with an error set. */
+static PyObject *
+entry_for(RowMakerObject *self, PyObject *layout)
+{
+    PyObject *key = PyLong_FromVoidPtr(layout);
+    if (key == NULL)
+        return NULL;
+    PyObject *entry = PyDict_GetItemWithError(self->entries, key);
+    if (entry == NULL && !PyErr_Occurred()) {
+        PyObject *made = call1(self->entry_of, layout);
+        if (made != NULL) {
+            if (made != Py_None && (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2 ||
+                                    !PyTuple_Check(PyTuple_GET_ITEM(made, 0)))) {
+                PyErr_SetString(PyExc_TypeError, "entry_of: (template, fn) or None");
+                Py_CLEAR(made);
+            }
+        }
+        if (made != NULL) {
+            entry = made == Py_None ? PyTuple_Pack(1, layout)
+                                    : PyTuple_Pack(3, layout, PyTuple_GET_ITEM(made, 0),
+                                                   PyTuple_GET_ITEM(made, 1));
+            Py_DECREF(made);
+            if (PyDict_GET_SIZE(self->entries) >= ROW_ENTRIES_MAX)
+                PyDict_Clear(self->entries);
+            if (entry != NULL && PyDict_SetItem(self->entries, key, entry) < 0)
+                Py_CLEAR(entry);
+            Py_XDECREF(entry); /* (the dict's now) */
+        }
+    }
+    Py_DECREF(key);
+    return entry;
+}
+
+/* The row of an EventHeader sample, Py_None when the fallback is to make it, or NULL */
+static PyObject *
+eventheader_row(RowMakerObject *self, PyObject *spec, PyObject *sample, PyObject *offset_ns)
+{
+    PyObject *raw = PyTuple_GET_ITEM(sample, 4);
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2)), act = 0;
+    if (off < 0)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *layout = layout_of(self, PyTuple_GET_ITEM(spec, 1), raw, off, &act);
+    if (layout == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    if ((act != 0 && act != 16 && act != 32) || !PyTuple_Check(layout) ||
+        PyTuple_GET_SIZE(layout) < 6)
+        return Py_NewRef(Py_None);
+    Py_INCREF(layout);
+    PyObject *entry = entry_for(self, layout);
+    Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 5));
+    Py_DECREF(layout);
+    if (entry == NULL)
+        return NULL;
+    if (PyTuple_GET_SIZE(entry) != 3 || skip < 0)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_INCREF(entry);
+    PyObject *template = PyTuple_GET_ITEM(entry, 1), *fn = PyTuple_GET_ITEM(entry, 2);
+    PyObject *row = NULL, *activity = NULL, *related = NULL, *fields = NULL;
+    PyObject *args[3] = {raw, PyLong_FromSsize_t(off + skip), PyTuple_GET_ITEM(spec, 2)};
+    if (args[1] == NULL)
+        goto done;
+    if (self->with_fields) {
+        fields = fields_text(fn, args, 3);
+    }
+    else {
+        fields = PyObject_Vectorcall(fn, args, 3, NULL); /* the check (its result unused) */
+        Py_XSETREF(fields, NULL);
+    }
+    if (PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(self->error)) { /* malformed: the fallback says why */
+            PyErr_Clear();
+            row = Py_NewRef(Py_None);
+        }
+        goto done;
+    }
+    if (act) {
+        const unsigned char *q = (const unsigned char *)PyBytes_AS_STRING(raw) + off + 12;
+        activity = uuid_text(q);
+        if (activity == NULL || (act == 32 && (related = uuid_text(q + 16)) == NULL))
+            goto done;
+    }
+    row = row_from(self, template, sample, offset_ns, activity, related, fields);
+    activity = related = fields = NULL; /* (row_from's) */
+done:
+    Py_DECREF(entry);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(activity);
+    Py_XDECREF(related);
+    Py_XDECREF(fields);
+    return row;
+}
+
+/* The row of one sample (a new reference) or NULL */
+static PyObject *
+row_of(RowMakerObject *self, PyObject *sample, PyObject *offset_ns)
+{
+    if (Py_TYPE(sample) != (PyTypeObject *)self->sample_type ||
+        PyTuple_GET_SIZE(sample) != 7 || !PyBytes_CheckExact(PyTuple_GET_ITEM(sample, 4)))
+        return call1(self->fallback, sample);
+    PyObject *desc = PyTuple_GET_ITEM(sample, 5);
+    PyObject *spec = PyDict_GetItemWithError(self->specs, desc);
+    if (spec == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        spec = call1(self->describe, desc);
+        if (spec == NULL)
+            return NULL;
+        if (spec != Py_None && !(PyTuple_CheckExact(spec) && PyTuple_GET_SIZE(spec) == 3 &&
+                                 PyLong_CheckExact(PyTuple_GET_ITEM(spec, 0)))) {
+            Py_DECREF(spec);
+            PyErr_SetString(PyExc_TypeError, "describe: a row spec or None");
+            return NULL;
+        }
+        int rc = PyDict_SetItem(self->specs, desc, spec);
+        Py_DECREF(spec); /* (the dict's now) */
+        if (rc < 0)
+            return NULL;
+    }
+    PyObject *row = NULL;
+    Py_INCREF(spec);
+    if (spec == Py_None) {
+        row = Py_NewRef(Py_None);
+    }
+    else if (PyLong_AsLong(PyTuple_GET_ITEM(spec, 0)) == 1) {
+        row = eventheader_row(self, spec, sample, offset_ns);
+    }
+    else if (PyTuple_Check(PyTuple_GET_ITEM(spec, 1))) { /* a tracepoint with a format */
+        PyObject *render = PyTuple_GET_ITEM(spec, 2), *fields = NULL;
+        if (render != Py_None)
+            fields = fields_text(render, &PyTuple_GET_ITEM(sample, 4), 1);
+        if (render == Py_None || fields != NULL)
+            row = row_from(self, PyTuple_GET_ITEM(spec, 1), sample, offset_ns, NULL, NULL,
+                           fields);
+    }
+    else {
+        row = Py_NewRef(Py_None);
+    }
+    Py_DECREF(spec);
+    if (row == Py_None) {
+        Py_DECREF(row);
+        row = call1(self->fallback, sample);
+    }
+    return row;
+}
+
+static PyObject *
+RowMaker_rows(RowMakerObject *self, PyObject *batch)
+{
+    PyObject *seq = PySequence_Fast(batch, "rows(batch): a list of samples");
+    if (seq == NULL)
+        return NULL;
+    PyObject *offset_ns = self->clock == Py_None ? Py_NewRef(Py_None)
+                                                 : PyObject_GetAttr(self->clock, str_offset_ns);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *rows = offset_ns == NULL ? NULL : PyList_New(n);
+    for (Py_ssize_t i = 0; rows != NULL && i < n; i++) {
+        PyObject *row = row_of(self, PySequence_Fast_GET_ITEM(seq, i), offset_ns);
+        if (row == NULL)
+            Py_CLEAR(rows);
+        else
+            PyList_SET_ITEM(rows, i, row);
+    }
+    Py_XDECREF(offset_ns);
+    Py_DECREF(seq);
+    return rows;
+}
+
+static PyObject *
+RowMaker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"layouts", "describe", "entry_of", "fallback", "slots", "clock",
+                             "comm_of", "error", "sample_type", "with_fields", NULL};
+    PyObject *layouts, *describe, *entry_of, *fallback, *slots, *clock, *comm_of, *error;
+    PyObject *sample_type;
+    int with_fields;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOOO!OOOO!p", kwlist, &PyDict_Type,
+                                     &layouts, &describe, &entry_of, &fallback, &PyTuple_Type,
+                                     &slots, &clock, &comm_of, &error, &PyType_Type,
+                                     &sample_type, &with_fields))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)sample_type, &PyTuple_Type) ||
+        !PyExceptionClass_Check(error) || PyTuple_GET_SIZE(slots) != RS_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "RowMaker: sample_type a tuple type, error an "
+                                         "exception class, slots 10 row indexes");
+        return NULL;
+    }
+    RowMakerObject *self = (RowMakerObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    for (int k = 0; k < RS_COUNT; k++) {
+        self->slots[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+        if (self->slots[k] < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "RowMaker: a negative slot");
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->with_fields = with_fields;
+    self->layouts = Py_NewRef(layouts);
+    self->describe = Py_NewRef(describe);
+    self->entry_of = Py_NewRef(entry_of);
+    self->fallback = Py_NewRef(fallback);
+    self->clock = Py_NewRef(clock);
+    self->comm_of = Py_NewRef(comm_of);
+    self->error = Py_NewRef(error);
+    self->sample_type = Py_NewRef(sample_type);
+    self->specs = PyDict_New();
+    self->entries = PyDict_New();
+    if (self->specs == NULL || self->entries == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+RowMaker_clear(RowMakerObject *self)
+{
+    Py_CLEAR(self->layouts);
+    Py_CLEAR(self->describe);
+    Py_CLEAR(self->entry_of);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->comm_of);
+    Py_CLEAR(self->error);
+    Py_CLEAR(self->sample_type);
+    Py_CLEAR(self->specs);
+    Py_CLEAR(self->entries);
+    return 0;
+}
+
+static void
+RowMaker_dealloc(RowMakerObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    RowMaker_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+RowMaker_traverse(RowMakerObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->layouts);
+    Py_VISIT(self->describe);
+    Py_VISIT(self->entry_of);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->comm_of);
+    Py_VISIT(self->error);
+    Py_VISIT(self->sample_type);
+    Py_VISIT(self->specs);
+    Py_VISIT(self->entries);
+    return 0;
+}
+
+static PyMethodDef RowMaker_methods[] = {
+    {"rows", (PyCFunction)RowMaker_rows, METH_O,
+     "rows(batch) -> the rows of a list of samples, in order"},
+    {NULL},
+};
+
+static PyTypeObject RowMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ehtool._speedups.RowMaker",
+    .tp_basicsize = sizeof(RowMakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "RowMaker(layouts, describe, entry_of, fallback, slots, clock, comm_of, error, "
+              "sample_type, with_fields): SampleConverter.row for a batch of samples",
+    .tp_new = RowMaker_new,
+    .tp_dealloc = (destructor)RowMaker_dealloc,
+    .tp_traverse = (traverseproc)RowMaker_traverse,
+    .tp_clear = (inquiry)RowMaker_clear,
+    .tp_methods = RowMaker_methods,
+};
+
 /* -- hop: the record-header walk (ehtool.perfdata.split) ------------------------------ */
 
 /* hop(buf, pos, end, big_endian, stops) -> (pos, type, size): from ``pos``, step over
@@ -3456,7 +3922,7 @@ PyInit__speedups(void)
         return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&ScannerType) < 0 ||
         PyType_Ready(&FormatterType) < 0 || PyType_Ready(&ProgramType) < 0 ||
-        PyType_Ready(&FilterType) < 0)
+        PyType_Ready(&FilterType) < 0 || PyType_Ready(&RowMakerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -3465,7 +3931,8 @@ PyInit__speedups(void)
         PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
         PyModule_AddObjectRef(m, "Formatter", (PyObject *)&FormatterType) < 0 ||
         PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) < 0 ||
-        PyModule_AddObjectRef(m, "Filter", (PyObject *)&FilterType) < 0) {
+        PyModule_AddObjectRef(m, "Filter", (PyObject *)&FilterType) < 0 ||
+        PyModule_AddObjectRef(m, "RowMaker", (PyObject *)&RowMakerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

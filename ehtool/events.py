@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ehtool import speedups
 from ehtool.errors import InputError
 from ehtool.eventheader.decoder import (
     EventHeaderError,
+    EventLayout,
     Fields,
     TypedDecoder,
     activity_ids,
@@ -84,6 +86,27 @@ ROW_COLUMNS = ("time", "session_time", "cpu", "pid", "tid", "comm", "provider", 
                "fields", "error")
 #: the place of the sample's offset in a row (after ROW_COLUMNS)
 ROW_OFFSET = len(ROW_COLUMNS)
+#: the places in a row of the values each sample gives it (the others are its event's),
+#: in the order ``_speedups.RowMaker`` takes them
+_SAMPLE_SLOTS = (*(ROW_COLUMNS.index(c) for c in (
+    "time", "session_time", "cpu", "pid", "tid", "comm", "activity", "related_activity",
+    "fields")), ROW_OFFSET)
+
+
+def _template(provider: str, event: str, header: tuple = (None,) * 5,
+              error: str | None = None) -> tuple:
+    """The row of an event (``header``: its level, keyword, opcode, id and version) with
+    None where each sample gives its value (_SAMPLE_SLOTS)."""
+    return (None, None, None, None, None, None, provider, event, *header, None, None, None,
+            error, None)
+
+
+def _layout_template(layout: EventLayout) -> tuple:
+    """:func:`_template` of the EventHeader events read with ``layout``."""
+    meta = layout.meta
+    return _template(layout.name.provider, layout.parsed.event_name,
+                     (meta["level"], meta["keyword"], meta["opcode"], meta["id"],
+                      meta["version"]))
 
 
 def event_row(ev: Event, with_fields: bool = True) -> tuple:
@@ -241,27 +264,62 @@ class SampleConverter:
         (``with_fields`` False: the fields are not decoded, only checked, and their value
         is None). A test holds the two equal on every recording the tests have."""
         name, provider, event, fmt, eh_offset = self.describe(sample.desc)
-        time, tid = sample.time, sample.tid
-        comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
         error = None
         if eh_offset is not None:
             parts, error = self._eventheader(fmt, sample.raw, eh_offset, with_fields, _NONE)
             if parts is not None:
                 layout, act, members = parts
-                meta = layout.meta
                 activity, related = activity_ids(act) if act else (None, None)
-                return (self._utc(time), time, sample.cpu, sample.pid, tid, comm,
-                        layout.name.provider, layout.parsed.event_name, meta["level"],
-                        meta["keyword"], meta["opcode"], meta["id"], meta["version"],
-                        None if activity is None else str(activity),
-                        None if related is None else str(related),
-                        object_text(members) if with_fields else None, None, sample.offset)
+                return self._filled(_layout_template(layout), sample,
+                                    None if activity is None else str(activity),
+                                    None if related is None else str(related),
+                                    object_text(members) if with_fields else None)
         if fmt is not None:
-            return (self._utc(time), time, sample.cpu, sample.pid, tid, comm, provider, event,
-                    None, None, None, None, None, None, None,
-                    self._tracefs_json(sample) if with_fields else None, error, sample.offset)
+            return self._filled(_template(provider, event, error=error), sample, None, None,
+                                self._tracefs_json(sample) if with_fields else None)
         only = None if with_fields else frozenset()
         return event_row(self.convert(sample, only, with_fields), with_fields)
+
+    def row_maker(self, with_fields: bool = True) -> Callable[[list], list[tuple]]:
+        """``rows(batch)``: :meth:`row` of each sample of a list, in C where the events'
+        layouts are known (the same templates; a test holds the two equal)."""
+        native = speedups.load()
+        if native is None:
+            return lambda batch: [self.row(sample, with_fields) for sample in batch]
+        from ehtool.perfdata.records import Sample
+
+        def spec(desc: Any) -> tuple | None:
+            _, provider, event, fmt, eh_offset = self.describe(desc)
+            if eh_offset is not None:
+                return 1, fmt.name, eh_offset
+            if fmt is None:
+                return None
+            return 0, _template(provider, event), (self._json_renderer(desc) if with_fields
+                                                   else None)
+
+        def entry(layout: EventLayout) -> tuple | None:
+            if layout.parsed.read is None:  # (past the field limit: the fallback says so)
+                return None
+            fn = (self.decoder.typed_json_render(layout) if with_fields
+                  else layout.parsed.check)
+            return None if fn is None else (_layout_template(layout), fn)
+
+        return native.RowMaker(
+            self.decoder.layout_cache, spec, entry,
+            lambda sample: self.row(sample, with_fields), _SAMPLE_SLOTS,
+            self.clock, self.comm_of, EventHeaderError, Sample, with_fields).rows
+
+    def _filled(self, template: tuple, sample: Any, activity: str | None,
+                related: str | None, fields: str | None) -> tuple:
+        """``template`` with the sample's values in _SAMPLE_SLOTS (as RowMaker fills it)."""
+        row = list(template)
+        tid = sample.tid
+        comm = self.comm_of(tid) if self.comm_of is not None and tid is not None else None
+        for i, v in zip(_SAMPLE_SLOTS, (self._utc(sample.time), sample.time, sample.cpu,
+                                        sample.pid, tid, comm, activity, related, fields,
+                                        sample.offset), strict=True):
+            row[i] = v
+        return tuple(row)
 
     def _eventheader(self, fmt: Any, raw: Any, eh_offset: int, as_json: bool,
                      only: frozenset[bytes] | None) -> tuple[tuple | None, str | None]:
@@ -365,9 +423,10 @@ class EventFile:
         fields as their typed JSON object's text when the file was opened for all of
         them (``fields=None``; with a selection of fields, None); faster than the
         events."""
-        row, fields = self.converter.row, self.fields is None
-        return self._iteration(lambda: (row(sample, fields)
-                                        for sample in self.perf.samples(order=self.order)))
+        rows = self.converter.row_maker(self.fields is None)
+        return self._iteration(lambda: (row for batch in self.perf.batches(self.order,
+                                                                           nonsample=False)
+                                        for row in rows(batch)))
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options

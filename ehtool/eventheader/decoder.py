@@ -333,18 +333,31 @@ class TypedDecoder:
         if found is None:
             return None
         layout, act, data, payload = found
-        parsed = layout.parsed
+        render = self.typed_json_render(layout)
+        if render is None:
+            return layout, act, json_members(layout.parsed.read(data, payload, offset))
+        return layout, act, render(data, payload, offset)
+
+    def typed_json_render(self, layout: EventLayout) -> Callable[[bytes, int, int], bytes] | None:
+        """The C ``render(data, payload, offset)`` of :meth:`typed_json_parts`' members
+        for events of ``layout`` (made once per metadata), or None (the Python rule's)."""
         key = (layout.little, layout.metadata)
         render = self._typed_json.get(key, False)
         if render is False:
             if len(self._typed_json) >= self._cache_size:
                 self._typed_json.clear()
-            read = parsed.read
-            render = self._typed_json[key] = native_typed_json(
-                parsed.defs, layout.little, lambda data, p, o: json_members(read(data, p, o)))
-        if render is None:
-            return layout, act, json_members(parsed.read(data, payload, offset))
-        return layout, act, render(data, payload, offset)
+            read = layout.parsed.read
+            render = self._typed_json[key] = None if read is None else native_typed_json(
+                layout.parsed.defs, layout.little,
+                lambda data, p, o: json_members(read(data, p, o)))
+        return render
+
+    @property
+    def layout_cache(self) -> dict:
+        """The layouts of the events read so far, as :meth:`_layout` finds them: tracepoint
+        -> first 12 event bytes -> [(activity ids' size, expect's size, {expect:
+        EventLayout})] (``_speedups.RowMaker`` looks there too); cleared, never replaced."""
+        return self._layouts
 
     def _payload(self, tracepoint_name: str, data: bytes | memoryview, offset: int,
                  whole: bool = True) -> tuple[EventLayout, bytes | None, bytes, int] | None:

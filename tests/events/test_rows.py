@@ -1,4 +1,5 @@
-"""``EventFile.rows()`` (the columnar writers' fast way) gives, for every sample, what
+"""``EventFile.rows()`` (the columnar writers' fast way: ``_speedups.RowMaker``, and the
+Python ``SampleConverter.row`` it falls back on) gives, for every sample, what
 ``event_row`` makes of the typed event: on every recording the tests have, the
 reference one, and mutations of them (malformed EventHeader events, cut files)."""
 
@@ -12,7 +13,8 @@ import pytest
 from fuzz.harness import mutate, seeds
 
 import ehtool
-from ehtool.events import ROW_COLUMNS, event_row
+from ehtool.events import ROW_COLUMNS, SampleConverter, event_row
+from impl import is_native
 from recordings import every_recording, rewrite_samples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +51,7 @@ def _payloads_mutated(src: Path, dst: Path) -> Path:
 
 
 @pytest.mark.parametrize("fields", [True, False], ids=["fields", "no-fields"])
-def test_rows_are_the_events_rows_on_every_recording(fields, tmp_path):
+def test_rows_are_the_events_rows_on_every_recording(fields, impl, tmp_path):
     rows = activities = malformed = 0
     recordings = every_recording()
     recordings += [_payloads_mutated(p, tmp_path / f"cut-{p.name}") for p in recordings
@@ -65,7 +67,7 @@ def test_rows_are_the_events_rows_on_every_recording(fields, tmp_path):
     assert malformed >= 80  # (EventHeader events shown as tracepoints: the fallback)
 
 
-def test_rows_are_the_events_rows_on_mutated_recordings(tmp_path):
+def test_rows_are_the_events_rows_on_mutated_recordings(impl, tmp_path):
     rng = random.Random(11)
     corpus = seeds(ROOT)
     compared = 0
@@ -80,3 +82,29 @@ def test_rows_are_the_events_rows_on_mutated_recordings(tmp_path):
             assert got == want, (i, fields)
             compared += len(got)
     assert compared > 1000
+
+
+@pytest.mark.parametrize("fields", [True, False], ids=["fields", "no-fields"])
+@pytest.mark.parametrize("name", ["eh-612.data", "sched-612.data"])
+def test_the_c_rows_are_most_rows(name, fields, impl, monkeypatch, tmp_path):
+    """With the C module, the Python row is made only for what the RowMaker cannot make
+    (the first event of each layout, which fills the decoder's cache; events whose
+    fields have no C renderer): the comparisons above test the C rows. Each sample of
+    the recording comes 20 times here."""
+    path = rewrite_samples(ROOT / "tests" / "data" / name, tmp_path / name,
+                           lambda s: [s.raw] * 20)
+    python_rows = []
+    row = SampleConverter.row
+
+    def counted(self: SampleConverter, sample: Any, with_fields: bool = True) -> tuple:
+        python_rows.append(sample.offset)
+        return row(self, sample, with_fields)
+    monkeypatch.setattr(SampleConverter, "row", counted)
+    with ehtool.open(path, fields=None if fields else (), fields_json=fields) as events:
+        assert is_native(events.converter.row_maker(fields)) == (impl == "c")
+        rows = list(events.rows())
+    assert len(rows) >= 60
+    if impl == "c":
+        assert len(python_rows) <= len(rows) // 10, (len(python_rows), len(rows))
+    else:
+        assert len(python_rows) == len(rows)
