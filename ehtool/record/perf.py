@@ -36,6 +36,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -375,8 +376,9 @@ class PerfSession:
 
     def _check_alive(self, proc: subprocess.Popen, when: str) -> None:
         if proc.poll() is not None:
+            said = self._stderr_suffix()
             raise ExternalError(f"perf {_describe_rc(proc.returncode)} while {when}"
-                                f"{self._stderr_suffix()}")
+                                f"{said or _unwritable(self.config.output)}")
 
     def _make_fifos(self) -> tuple[str, str]:
         """Create the private control and ack FIFOs and open our ends of both."""
@@ -410,6 +412,24 @@ class PerfSession:
         said = "\n".join(dict.fromkeys(self.stderr_text.splitlines()))
         lines = [line.strip() for line in quote_stderr(said).splitlines() if line.strip()]
         return ": " + "; ".join(lines) if lines else ""
+
+
+def _unwritable(output: str) -> str:
+    """Why perf, which exits without a word when it cannot write its header, may not
+    have written ``output`` (``: ...``), or ""."""
+    if output == "-":
+        return ""
+    try:
+        st = os.stat(output)
+        space = os.statvfs(os.path.dirname(os.path.abspath(output)) or "/")
+    except OSError:
+        return ""
+    if stat.S_ISCHR(st.st_mode) and output != os.devnull:
+        return (f": -o {output} is a character device, which perf may not write its "
+                "header to (give a file, a FIFO, or '-o -' for a pipe)")
+    if stat.S_ISREG(st.st_mode) and space.f_bavail * space.f_frsize < 1 << 20:
+        return f": the file system of -o {output} has no space left"
+    return ""
 
 
 def quote_stderr(text: str, limit: int = _STDERR_TAIL) -> str:

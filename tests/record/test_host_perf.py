@@ -270,6 +270,18 @@ def test_perf_arg_error_names_perfs_complaint(tmp_path):
     assert not (tmp_path / "x.data").exists()
 
 
+def test_an_output_perf_cannot_write_is_named(tmp_path):
+    """perf exits 255 without a word when ``-o`` is /dev/full: the error says why."""
+    done = ehtool("record", "-o", "/dev/full", ":sched:sched_switch", "--", "true", text=True)
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.splitlines() == [
+        "ehtool: error: perf exited with status 255 while starting: -o /dev/full is a "
+        "character device, which perf may not write its header to (give a file, a FIFO, "
+        "or '-o -' for a pipe)"]
+    done = ehtool("record", "-o", os.devnull, ":sched:sched_switch", "--", "true", text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_hangup_ignored_when_record_starts_stays_ignored(tmp_path):
     """``nohup ehtool record --duration 2 ...``: a SIGHUP stopped the recording (its
     handler replaced the ignore nohup set); it runs its two seconds now."""
