@@ -300,8 +300,7 @@ class SampleConverter:
         def entry(layout: EventLayout) -> tuple | None:
             if layout.parsed.read is None:  # (past the field limit: the fallback says so)
                 return None
-            fn = (self.decoder.typed_json_render(layout) if with_fields
-                  else layout.parsed.check)
+            fn = self.decoder.typed_json_render(layout) if with_fields else layout.parsed.check
             return None if fn is None else (_layout_template(layout), fn)
 
         return native.RowMaker(

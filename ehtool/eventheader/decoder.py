@@ -262,7 +262,7 @@ class TypedDecoder:
         self._layouts: dict[str, dict[bytes, list[tuple[int, int, dict]]]] = {}
         self._remembered = 0  # layouts in _layouts
         #: (byte order, metadata) -> the C renderer of the fields' typed JSON, or None
-        self._typed_json: dict[tuple[bool, bytes], Callable[[bytes, int, int], bytes] | None] = {}
+        self._typed_json: dict[tuple[bool, bytes], Callable[[bytes, int, int], bytes]] = {}
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
         name = self._names.get(tracepoint_name, False)
@@ -333,23 +333,24 @@ class TypedDecoder:
         if found is None:
             return None
         layout, act, data, payload = found
-        render = self.typed_json_render(layout)
-        if render is None:
-            return layout, act, json_members(layout.parsed.read(data, payload, offset))
-        return layout, act, render(data, payload, offset)
+        return layout, act, self.typed_json_render(layout)(data, payload, offset)
 
-    def typed_json_render(self, layout: EventLayout) -> Callable[[bytes, int, int], bytes] | None:
-        """The C ``render(data, payload, offset)`` of :meth:`typed_json_parts`' members
-        for events of ``layout`` (made once per metadata), or None (the Python rule's)."""
+    def typed_json_render(self, layout: EventLayout) -> Callable[[bytes, int, int], bytes]:
+        """``render(data, payload, offset)``: :meth:`typed_json_parts`' members for events
+        of ``layout`` whose fields can be read (``parsed.read``), made once per metadata:
+        in C where it can be, else the typed values' JSON."""
         key = (layout.little, layout.metadata)
-        render = self._typed_json.get(key, False)
-        if render is False:
+        render = self._typed_json.get(key)
+        if render is None:
             if len(self._typed_json) >= self._cache_size:
                 self._typed_json.clear()
             read = layout.parsed.read
-            render = self._typed_json[key] = None if read is None else native_typed_json(
-                layout.parsed.defs, layout.little,
-                lambda data, p, o: json_members(read(data, p, o)))
+            assert read is not None, "past TOP_LEVEL_FIELD_LIMIT: _payload raises"
+
+            def typed(data: bytes, p: int, o: int) -> bytes:
+                return json_members(read(data, p, o))
+            render = self._typed_json[key] = native_typed_json(
+                layout.parsed.defs, layout.little, typed) or typed
         return render
 
     @property

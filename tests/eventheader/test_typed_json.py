@@ -21,7 +21,7 @@ from ehtool.eventheader.decoder import (
 from ehtool.eventheader.enums import FieldEncoding as E
 from ehtool.eventheader.enums import FieldFormat as F
 from ehtool.values.typed_json import json_value
-from impl import require_speedups
+from impl import is_native, require_speedups
 
 from .helpers import event, fd, mutated_event, reference_events
 from .test_properties import field_defs
@@ -56,7 +56,7 @@ def same(typed: TypedDecoder, name: str, data: bytes, offset: int = 0) -> str:
 
 def native(typed: TypedDecoder) -> int:
     """How many metadata the decoder renders in C."""
-    return sum(render is not None for render in typed._typed_json.values())
+    return sum(is_native(render) for render in typed._typed_json.values())
 
 
 def test_every_reference_event_and_mutations():
