@@ -422,10 +422,13 @@ class EventFile:
         fields as their typed JSON object's text when the file was opened for all of
         them (``fields=None``; with a selection of fields, None); faster than the
         events."""
+        return (row for batch in self.row_batches() for row in batch)
+
+    def row_batches(self) -> Iterator[list[tuple]]:
+        """:meth:`rows` a list at a time (as the reader's batches come: any length)."""
         rows = self.converter.row_maker(self.fields is None)
-        return self._iteration(lambda: (row for batch in self.perf.batches(self.order,
-                                                                           nonsample=False)
-                                        for row in rows(batch)))
+        return self._iteration(lambda: (rows(batch) for batch in self.perf.batches(
+            self.order, nonsample=False)))
 
     def filtered(self, selection: Any) -> Iterator[Event]:
         """The events ``selection`` keeps: ``ehtool decode``'s filter options

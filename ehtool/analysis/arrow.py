@@ -131,12 +131,13 @@ def record_batches(paths: Iterable[str], columns: list[str] | None = None,
         name = path_text(input_name(path))  # (as JSON)
         try:
             with open_events(path, fields=only, part=part, on_error=on_error) as events:
-                for row in events.rows():
-                    rows.append(row)
-                    files.append(name)
-                    if len(rows) == BATCH_ROWS:
-                        yield _batch(pa, files, rows, out_schema, unfit)
-                        files, rows = [], []
+                for more in events.row_batches():
+                    rows += more
+                    files += [name] * len(more)
+                    while len(rows) >= BATCH_ROWS:
+                        yield _batch(pa, files[:BATCH_ROWS], rows[:BATCH_ROWS], out_schema,
+                                     unfit)
+                        del files[:BATCH_ROWS], rows[:BATCH_ROWS]
         except InputError as exc:
             last = _batch(pa, files, rows, out_schema, unfit) if rows else None
             files, rows = [], []
