@@ -261,7 +261,7 @@ class TypedDecoder:
         #: bytes expected after them: [(activity size, expect size, {expect: layout})]
         self._layouts: dict[str, dict[bytes, list[tuple[int, int, dict]]]] = {}
         self._remembered = 0  # layouts in _layouts
-        #: (byte order, metadata) -> the C renderer of the fields' typed JSON, or None
+        #: (byte order, metadata) -> the renderer of the fields' typed JSON (typed_json_render)
         self._typed_json: dict[tuple[bool, bytes], Callable[[bytes, int, int], bytes]] = {}
 
     def _name(self, tracepoint_name: str) -> NameInfo | None:
