@@ -36,7 +36,7 @@ def _value(value: Any) -> str:
     if kind is str:
         return _text(value)
     if isinstance(value, tuple):  # Fields: a struct
-        return "{" + " ".join(f"{_text(n)}={_value(v)}" for n, v in value) + "}"
+        return "{" + " ".join(f"{_name(n)}={_value(v)}" for n, v in value) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_value(v) for v in value) + "]"
     if isinstance(value, bool):
@@ -56,6 +56,20 @@ def _text(name: str) -> str:
     when it holds a space, a line break, a quote, '=' or a lone surrogate (one event,
     one line, valid UTF-8)."""
     return name if name and not _QUOTED.search(name) else str_json(name).decode()
+
+
+def _name(name: str) -> str:
+    """:func:`_text` of a name (an event's, a field's, a thread's), each worked out once:
+    a file's names are few."""
+    text = _NAMES.get(name)
+    if text is None:
+        if len(_NAMES) >= 4096:
+            _NAMES.clear()
+        text = _NAMES[name] = _text(name)
+    return text
+
+
+_NAMES: dict[str, str] = {}
 
 
 def _times() -> Callable[[Any], str]:
@@ -94,19 +108,19 @@ def event_line(ev: Any, when: Callable[[Any], str] = _time) -> str:
     its time (see :func:`time_texts`)."""
     meta = ev.meta
     comm, pid, cpu = meta.get("comm"), meta.get("pid"), meta.get("cpu")
-    head = _text(comm) if comm else "-"  # (quoted: one event, one line)
+    head = _name(comm) if comm else "-"  # (quoted: one event, one line)
     if pid is not None:
         head += f" {pid}/{meta.get('tid')}"
     if cpu is not None:
         head += f" [{cpu:03d}]"
-    parts = [f"{head} {when(ev)} {_text(ev.name)}:"]
+    parts = [f"{head} {when(ev)} {_name(ev.name)}:"]
     if ev.eventheader:
         parts.append(f"level={meta['level']} keyword={meta['keyword']:#x}")
         if meta.get("opcode"):
             parts.append(f"opcode={meta['opcode']}")
         if meta.get("activity"):
             parts.append(f"activity={meta['activity']}")
-    parts.extend(f"{_text(name)}={_value(value)}" for name, value in ev.fields)
+    parts.extend(f"{_name(name)}={_value(value)}" for name, value in ev.fields)
     if ev.error:
         parts.append(f"(not decoded as EventHeader: {ev.error})")
     return " ".join(parts)
