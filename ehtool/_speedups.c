@@ -3467,10 +3467,12 @@ eventheader_row(RowMakerObject *self, PyObject *spec, PyObject *sample, PyObject
         return Py_NewRef(Py_None);
     Py_INCREF(layout);
     PyObject *entry = entry_for(self, layout);
+    if (entry == NULL) {
+        Py_DECREF(layout);
+        return NULL;
+    }
     Py_ssize_t skip = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 5));
     Py_DECREF(layout);
-    if (entry == NULL)
-        return NULL;
     if (PyTuple_GET_SIZE(entry) != 3 || skip < 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     Py_INCREF(entry);
@@ -3566,7 +3568,12 @@ row_of(RowMakerObject *self, PyObject *sample, PyObject *offset_ns)
 static PyObject *
 RowMaker_rows(RowMakerObject *self, PyObject *batch)
 {
-    PyObject *seq = PySequence_Fast(batch, "rows(batch): a list of samples");
+    if (self->specs == NULL) {
+        PyErr_SetString(PyExc_ValueError, "RowMaker: cleared");
+        return NULL;
+    }
+    /* (a tuple of its own: a callback may change the caller's list meanwhile) */
+    PyObject *seq = PySequence_Tuple(batch);
     if (seq == NULL)
         return NULL;
     PyObject *offset_ns = self->clock == Py_None ? Py_NewRef(Py_None)
