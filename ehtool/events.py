@@ -285,7 +285,7 @@ class SampleConverter:
         layouts are known (the same templates; a test holds the two equal)."""
         native = speedups.load()
         if native is None:
-            return lambda batch: [self.row(sample, with_fields) for sample in batch]
+            return lambda batch: [self.row(sample, with_fields) for sample in tuple(batch)]
         from ehtool.perfdata.records import Sample
 
         def spec(desc: Any) -> tuple | None:

@@ -108,3 +108,29 @@ def test_the_c_rows_are_most_rows(name, fields, impl, monkeypatch, tmp_path):
         assert len(python_rows) <= len(rows) // 10, (len(python_rows), len(rows))
     else:
         assert len(python_rows) == len(rows)
+
+
+def test_rows_of_a_batch_its_callbacks_change(impl, monkeypatch):
+    """The rows of a batch are those of the batch as given, even when a Python callback
+    (here the fallback row) empties or refills the caller's list meanwhile (the C loop
+    once read the list itself and crashed on that)."""
+    path = ROOT / "tests" / "data" / "eh-612.data"
+    with ehtool.open(path) as events:
+        samples = [s for b in events.perf.batches(events.order, nonsample=False) for s in b]
+    assert len(samples) >= 3
+    with ehtool.open(path) as events:
+        want = events.converter.row_maker()(list(samples))
+    row = SampleConverter.row
+    batch: list = []
+    meddled = []
+
+    def meddling(self: SampleConverter, sample: Any, with_fields: bool = True) -> tuple:
+        meddled.append(sample.offset)
+        batch.clear()
+        batch.extend(samples[:1])
+        return row(self, sample, with_fields)
+    monkeypatch.setattr(SampleConverter, "row", meddling)
+    with ehtool.open(path) as events:  # (a fresh decoder: each layout's first is Python's)
+        batch.extend(samples)
+        assert events.converter.row_maker()(batch) == want
+    assert len(meddled) >= 2
