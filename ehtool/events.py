@@ -398,7 +398,7 @@ class EventFile:
         if n == 1:
             return
         perf = self.perf
-        if perf.pipe_mode:
+        if not perf.splittable:
             if k:
                 self.empty = True  # a pipe is not split: part 0 is all of it
             return

@@ -93,7 +93,7 @@ def partitions(files: list[str], partition_bytes: int
             try:
                 with PerfDataFile.open(path, on_error=lambda err: None) as f:
                     start, end = f.data_range
-                    if not f.pipe_mode:
+                    if f.splittable:
                         n = max(1, -(-(end - start) // partition_bytes))
             except (InputError, OSError):
                 pass  # the partition reports it where it runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -61,6 +62,8 @@ def summarize(path: str) -> dict[str, Any]:
             "cpus_online": info.nrcpus_online,
             "cpus_available": info.nrcpus_available,
             "cmdline": info.cmdline,
+            "data_files": ([os.path.basename(p) for p in f.more_files]
+                           if info.dir_format is not None else None),
             "clock": ({"clockid": info.clock_data[0], "utc": True} if info.clock_data
                       else {"utc": False}),
             "time_range": time_range,
@@ -87,6 +90,9 @@ def format_text(summary: dict[str, Any]) -> str:
             lines.append(f"{key.replace('_', ' '):14} {summary[key]}")
     if summary.get("cmdline"):
         lines.append(f"{'command':14} {' '.join(summary['cmdline'])}")
+    if summary.get("data_files") is not None:
+        lines.append(f"{'directory':14} perf record --threads: data, "
+                     + ", ".join(summary["data_files"]))
     clock = summary["clock"]
     lines.append(f"{'clock':14} " + (f"clockid {clock['clockid']}, UTC times" if clock["utc"]
                                      else "no CLOCK_DATA (times are seconds since boot)"))

@@ -99,7 +99,7 @@ class WorkerReport:
 def parts_for(f: PerfDataFile, options: DecodeOptions) -> int:
     """How many processes decode the open input ``f`` (1: no split)."""
     selection = options.selection
-    if (options.jobs < 2 or f.pipe_mode or "comm" in options.meta
+    if (options.jobs < 2 or not f.splittable or "comm" in options.meta
             or (selection is not None and not selection.parallel_safe)
             or options.time in ("rel", "delta")):  # each time depends on the one before
         return 1
@@ -437,13 +437,18 @@ class _Pace:
 
 
 def input_size(path: str) -> int:
-    """Bytes in a regular input file; 0 for stdin, pipes and missing files."""
+    """Bytes in a regular input file or a directory recording; 0 for stdin, pipes and
+    missing files."""
     if path == "-":
         return 0
     try:
         st = os.stat(path)
     except OSError:
         return 0
+    if stat.S_ISDIR(st.st_mode):
+        from ehtool.perfdata.directory import recording_size
+
+        return recording_size(path)
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 

@@ -1,6 +1,6 @@
 """The perf.data files under a directory, told by their magic, not their names (perf's
 ``--switch-output`` writes ``perf.data.<timestamp>``; a decode's ``out.json`` may sit
-beside them)."""
+beside them), and the directory recordings (``perf record --threads``) among them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from ehtool.perfdata.directory import is_directory_recording
 from ehtool.perfdata.grammar import MAGIC, MAGIC_BE
 
 
@@ -26,12 +27,17 @@ def read_once(path: str) -> bool:
 
 def recordings_under(top: str, unreadable: Callable[[OSError], None]) -> list[str]:
     """The regular files under ``top``, at any depth, that start with the perf.data
-    magic, in path order; a file that cannot be read is kept (its error is reported
+    magic, and the directory recordings (each one input: ``top`` itself when it is
+    one), in path order; a file that cannot be read is kept (its error is reported
     where it is read). ``unreadable(exc)`` is called for a directory that cannot be
     listed (raise there: its recordings would be left out in silence). FIFOs are not
     opened, symbolic links to directories not followed."""
     found: list[str] = []
-    for folder, _dirs, names in os.walk(top, onerror=unreadable):
+    for folder, dirs, names in os.walk(top, onerror=unreadable):
+        if is_directory_recording(folder):
+            found.append(folder)
+            dirs.clear()
+            continue
         for name in names:
             path = os.path.join(folder, name)
             try:

@@ -75,6 +75,7 @@ class Feature(enum.IntEnum):
     EVENT_DESC = 12
     SAMPLE_TIME = 21
     CLOCKID = 23
+    DIR_FORMAT = 24
     CLOCK_DATA = 29
 
 
@@ -348,6 +349,7 @@ class PerfGrammar:
             Feature.EVENT_DESC: self.event_desc,
             Feature.SAMPLE_TIME: c.Struct("first" / u64, "last" / u64),
             Feature.CLOCKID: u64,
+            Feature.DIR_FORMAT: u64,  # (its version: perf record --threads)
             Feature.CLOCK_DATA: c.Struct(
                 "version" / u32, "clockid" / u32,
                 "wall_clock_ns" / u64, "clockid_time_ns" / u64),

@@ -46,6 +46,9 @@ class PerfInfo:
     clock_data: tuple[int, int, int] | None = None
     #: SAMPLE_TIME: (first, last) sample time
     sample_time: tuple[int, int] | None = None
+    #: DIR_FORMAT: the version of a directory recording (``perf record --threads``), whose
+    #: records are in this file and in the ``data.N`` files beside it
+    dir_format: int | None = None
     #: every feature's raw payload by feature id (unknown ones included)
     features: dict[int, bytes] = field(default_factory=dict)
 
@@ -150,6 +153,8 @@ class Metadata:
         elif bit == Feature.CLOCKID:
             info.clock_resolution_ns = value
             self.session.clock.resolution_ns = value
+        elif bit == Feature.DIR_FORMAT:
+            info.dir_format = value
         elif bit == Feature.CLOCK_DATA:
             if value.version >= 1:
                 info.clock_data = (value.clockid, value.wall_clock_ns, value.clockid_time_ns)

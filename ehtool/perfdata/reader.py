@@ -23,6 +23,7 @@ from ehtool.errors import STDIN_NAME, InputError, combined
 from ehtool.eventheader.dat import looks_like_capture
 from ehtool.perfdata.compression import Compression
 from ehtool.perfdata.counts import RecordCounts
+from ehtool.perfdata.directory import HEADER_FILE, data_files, is_directory_recording
 from ehtool.perfdata.grammar import (
     FILE_HEADER_SIZE,
     PIPE_HEADER_SIZE,
@@ -62,6 +63,11 @@ class PerfDataFile(Metadata, RecordWalk, Split):
     def __init__(self, name: str, big_endian: bool, *,
                  on_error: Callable[[InputError], None] | None = None) -> None:
         self.path = name
+        #: the file the records being read are in, for errors (a directory recording's
+        #: ``data.N`` while it is read; else ``path``)
+        self.where = name
+        #: a directory recording's ``data.N`` files, read after this file's records
+        self.more_files: list[str] = []
         self.big_endian = big_endian
         self.grammar: PerfGrammar = grammar_for(big_endian)
         self.on_error = on_error
@@ -131,8 +137,9 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             return cls.open_stream(path, getattr(path, "name", "stream"), on_error=on_error)
         else:
             name = os.fsdecode(path)
+            header = os.path.join(name, HEADER_FILE) if is_directory_recording(name) else name
             try:
-                f = open(path, "rb")  # noqa: SIM115 - owned by the PerfDataFile
+                f = open(header, "rb")  # noqa: SIM115 - owned by the PerfDataFile
             except OSError as exc:
                 raise _cannot_open(exc, name) from None
         try:
@@ -140,10 +147,13 @@ class PerfDataFile(Metadata, RecordWalk, Split):
                 self = cls.open_stream(f, name, on_error=on_error)
                 self._owned = f
                 return self
-            return cls._open_file(f, name, on_error)
+            self = cls._open_file(f, name, on_error)
         except BaseException:
             f.close()
             raise
+        if self.info.dir_format is not None and path != "-":
+            self.more_files = data_files(os.path.dirname(header) or ".")
+        return self
 
     @staticmethod
     def probe(path: str | os.PathLike) -> None:
@@ -152,6 +162,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         header, the attributes and features are not read. A stream (a FIFO) is not
         read."""
         name = os.fsdecode(path)
+        if is_directory_recording(name):
+            path = os.path.join(name, HEADER_FILE)
         try:
             with open(path, "rb") as f:
                 if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
@@ -310,7 +322,43 @@ class PerfDataFile(Metadata, RecordWalk, Split):
     def _mmap_batches(self) -> Iterator[tuple[list, list[int]]]:
         mm = self._mm
         assert mm is not None
-        pos, end = self._data_start, self._data_end
+        self.where = self.path
+        end = self._data_end
+        if not (yield from self._mapped_batches(mm, self._data_start, end)):
+            return
+        if self._declared_end > end:  # cut at a record boundary: the header knows
+            self._truncated(end, end)
+            return
+        for path in self.more_files:  # (a directory recording's data.N files)
+            self.where = path
+            yield from self._more_batches(path)
+            self._check_compressed_end(self.position)
+            fatal, self._fatal = self._fatal, None
+            if fatal is not None:  # (the rest of this file is lost, not the other files)
+                self._defer(fatal)
+            self.compression.decompressor = None  # (each file is a zstd stream of its own)
+            self.compression.pending = b""
+        self.where = self.path
+
+    def _more_batches(self, path: str) -> Iterator[tuple[list, list[int]]]:
+        """The batches of a ``data.N`` file (records from its start to its end)."""
+        self.position = 0
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if not size:
+                    return
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            self._fatal = _cannot_open(exc, path)
+            return
+        with contextlib.closing(mm):
+            yield from self._mapped_batches(mm, 0, size)
+
+    def _mapped_batches(self, mm: Any, pos: int, end: int
+                        ) -> Iterator[tuple[list, list[int]]]:
+        """The batches of the records of ``mm[pos:end]``, a window at a time; True when
+        they reached ``end`` (else a fatal error or the split point stopped them)."""
         while pos < end:
             limit = min(end, pos + _WINDOW)
             items: list = []
@@ -318,31 +366,25 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             new = self._scan(mm, pos, end, limit, 0, items, flushes)
             if items or flushes:
                 yield items, flushes
-            if self._fatal is not None or self._data_end < end:  # (stopped at the split)
-                return
+            if self._fatal is not None or (mm is self._mm and self._data_end < end):
+                return False  # (a fatal error, or stopped at the split)
             if new < limit:  # stopped at a record that does not fit
                 self._truncated(new, end)
-                return
-            self._release(pos, new)
+                return False
+            _release(mm, pos, new)
             pos = self.position = new
-        if self._declared_end > end:  # cut at a record boundary: the header knows
-            self._truncated(end, end)
+        return True
 
     def _release(self, start: int, end: int) -> None:
-        """Drop the page cache mappings of records already read (samples hold copies),
-        so resident memory stays constant whatever the file size."""
-        page = mmap.PAGESIZE
-        lo, hi = start - start % page, end - end % page
-        if hi > lo and self._mm is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        if self._mm is not None:
+            _release(self._mm, start, end)
 
     def _check_compressed_end(self, end: int) -> None:
         """A record cut inside the compressed stream at the end of the data."""
         if self.compression.pending and self._fatal is None:
             self._fatal = InputError(
                 f"the compressed data ends inside a record ({len(self.compression.pending)} "
-                "bytes left over; truncated input?)", self.path, end)
+                "bytes left over; truncated input?)", self.where, end)
 
     def cut_short(self) -> InputError | None:
         """The error reading the records to the end meets when the header's data section
@@ -360,17 +402,17 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             self.path, pos)
 
     def _truncated(self, pos: int, end: int) -> None:
-        if self._declared_end > end:
+        if self._declared_end > end and self.where == self.path:
             self._fatal = self._cut_error(pos, end)
         else:
             if self._stream is not None:
                 what = "pipe stream"
-            elif self.pipe_mode:  # (a pipe-mode file has no data section)
+            elif self.pipe_mode or self.where != self.path:  # (no data section)
                 what = "file"
             else:
                 what = "data section"
             self._fatal = InputError(f"record runs past the end of the {what} "
-                                     "(truncated input?)", self.path, pos)
+                                     "(truncated input?)", self.where, pos)
 
     def _stream_batches(self) -> Iterator[tuple[list, list[int]]]:
         stream = self._stream
@@ -413,6 +455,12 @@ class PerfDataFile(Metadata, RecordWalk, Split):
 
 
 
+    @property
+    def splittable(self) -> bool:
+        """Its records can be cut into parts that processes decode side by side (not in
+        pipe mode, nor a directory recording, whose files perf sorts as one)."""
+        return not self.pipe_mode and not self.more_files
+
     # -- lifetime ----------------------------------------------------------------------
 
     #: :meth:`close` was called
@@ -440,6 +488,16 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         mode = "pipe" if self.pipe_mode else "file"
         order = "big" if self.big_endian else "little"
         return f"PerfDataFile({self.path!r}, {mode} mode, {order}-endian, {len(self.descs)} events)"
+
+
+def _release(mm: mmap.mmap, start: int, end: int) -> None:
+    """Drop the page cache mappings of records already read (samples hold copies), so
+    resident memory stays constant whatever the file size."""
+    page = mmap.PAGESIZE
+    lo, hi = start - start % page, end - end % page
+    if hi > lo:
+        with contextlib.suppress(OSError, ValueError):
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def _a_file_from_its_start(stream: BinaryIO) -> bool:

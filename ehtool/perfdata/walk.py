@@ -107,15 +107,15 @@ class RecordWalk:
                     try:
                         append(reader(buf, pos, size, base))
                     except CorruptSample as exc:
-                        self._defer(InputError(f"corrupt sample: {exc}", self.path, base + pos))
+                        self._defer(InputError(f"corrupt sample: {exc}", self.where, base + pos))
                     except struct.error:
                         self._defer(InputError("corrupt sample: fields run past the record",
-                                               self.path, base + pos))
+                                               self.where, base + pos))
                 nsamples += 1
                 pos += size
                 continue
             if size < _BODY_AT:
-                self._fatal = InputError(f"corrupt record: size {size} < {_BODY_AT}", self.path,
+                self._fatal = InputError(f"corrupt record: size {size} < {_BODY_AT}", self.where,
                                          base + pos)
                 break
             if pos + size > end:
@@ -168,7 +168,7 @@ class RecordWalk:
             msg = f"sample of {size} bytes is too short for its id"
         else:
             msg = f"sample id {self._u64(buf, pos + self._id_at)[0]} matches no event"
-        self._defer(InputError(msg, self.path, base + pos))
+        self._defer(InputError(msg, self.where, base + pos))
 
     def _other(self, rtype: int, buf: Any, pos: int, size: int, end: int, base: int,
                out: list, flushes: list[int]) -> int:
@@ -182,7 +182,7 @@ class RecordWalk:
         if rtype in FLUSH_TYPES:
             flushes.append(len(out))
         elif rtype == _SAMPLE:
-            self._defer(InputError(f"corrupt sample: size {size} is too short", self.path,
+            self._defer(InputError(f"corrupt sample: size {size} is too short", self.where,
                                    offset))
         elif rtype == _R.HEADER_TRACING_DATA:
             # perf 6.x writes header + u32 size + u32 pad (16 bytes), older perf header +
@@ -190,18 +190,18 @@ class RecordWalk:
             extra = payload_size(rtype, buf, pos, size, self._u32, self._u64)
             if size not in (12, 16) or extra is None:
                 self._fatal = InputError(f"corrupt HEADER_TRACING_DATA record (size {size})",
-                                         self.path, offset)
+                                         self.where, offset)
                 return -1
             if extra > 0x80000000:
                 self._fatal = InputError(f"corrupt HEADER_TRACING_DATA size {extra}",
-                                         self.path, offset)
+                                         self.where, offset)
                 return -1
             if nxt + min(extra, len(TRACING_SIGNATURE)) > end:
                 self.counts[rtype] -= 1
                 return -1  # the caller reads more (pipe) or reports truncation
             if bytes(buf[nxt:nxt + len(TRACING_SIGNATURE)]) != TRACING_SIGNATURE:
                 self._fatal = InputError("HEADER_TRACING_DATA without the tracing data "
-                                         "signature", self.path, offset + size)
+                                         "signature", self.where, offset + size)
                 return -1
             if nxt + extra > end:
                 self.counts[rtype] -= 1
@@ -215,10 +215,10 @@ class RecordWalk:
             extra = payload_size(rtype, buf, pos, size, self._u32, self._u64)
             if extra is None:
                 self._fatal = InputError(f"corrupt AUXTRACE record (size {size})",
-                                         self.path, offset)
+                                         self.where, offset)
                 return -1
             if extra & 7 or extra > 0x80000000:
-                self._fatal = InputError(f"corrupt AUXTRACE size {extra}", self.path, offset)
+                self._fatal = InputError(f"corrupt AUXTRACE size {extra}", self.where, offset)
                 return -1
             if nxt + extra > end:
                 self.counts[rtype] -= 1
@@ -228,7 +228,7 @@ class RecordWalk:
             try:
                 body = memo_grammar(g, "records", rtype).parse(bytes(buf[pos + _BODY_AT:nxt]))
             except c.ConstructError as exc:
-                self._defer(InputError(f"bad HEADER_ATTR: {brief(exc)}", self.path, offset))
+                self._defer(InputError(f"bad HEADER_ATTR: {brief(exc)}", self.where, offset))
             else:
                 self._add_desc(body.attr, list(body.ids), offset)
         elif rtype == _R.HEADER_FEATURE:
@@ -330,15 +330,15 @@ class RecordWalk:
         if data is None:
             size = compressed_size(buf, pos, nxt, self._u64)
             self._fatal = InputError(f"corrupt COMPRESSED2 record (data size {size})",
-                                     self.path, offset)
+                                     self.where, offset)
             return False
         z = self.compression
         if z.decompressor is None:
-            z.decompressor = zstd_decompressor(self.path, offset)
+            z.decompressor = zstd_decompressor(self.where, offset)
         try:
             chunk = z.decompressor.decompress(data)
         except Exception as exc:  # the binding's own error type
-            self._fatal = InputError(f"compressed data does not decompress: {exc}", self.path,
+            self._fatal = InputError(f"compressed data does not decompress: {exc}", self.where,
                                      offset)
             return False
         z.records += 1
@@ -371,7 +371,7 @@ class RecordWalk:
         try:
             body = self.grammar.records[_R.ID_INDEX].parse(bytes(buf[pos + _BODY_AT:nxt]))
         except c.ConstructError as exc:
-            self._defer(InputError(f"bad ID_INDEX: {brief(exc)}", self.path, offset))
+            self._defer(InputError(f"bad ID_INDEX: {brief(exc)}", self.where, offset))
             return
         for e in body.entries:
             if e.id not in self._desc_by_id and e.idx < len(self.descs):
