@@ -7,6 +7,7 @@ FINISHED_ROUND among them (perf orders them all by time).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -56,8 +57,6 @@ def recording_size(path: str) -> int:
     """Bytes in a directory recording's files (0 when it cannot be listed)."""
     total = 0
     for name in [os.path.join(path, HEADER_FILE), *data_files(path)]:
-        try:
+        with contextlib.suppress(OSError):
             total += os.stat(name).st_size
-        except OSError:
-            pass
     return total
