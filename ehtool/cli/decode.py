@@ -138,7 +138,8 @@ def decode(inputs: tuple[str, ...], output: str | None, order: str, out_format: 
     perf.data files under it; without FILE: ./perf.data, as perf does) into JSON that
     matches Microsoft's perf-decode: EventHeader events with their fields and meta,
     other tracepoints from their tracefs formats. Compressed recordings (perf record
-    -z) and older pipe layouts are read too.
+    -z), directory recordings (perf record --threads: one input) and older pipe
+    layouts are read too.
 
     Input errors (missing or truncated file, corrupt record) are reported on
     stderr after every complete record was written; the JSON stays valid and the

@@ -15,7 +15,8 @@ def info(paths: tuple[str, ...], as_json: bool) -> None:
     """Show each perf.data FILE's header and features (host, OS release, perf version,
     CPUs, clock, command line, compression), its time range, the samples per tracepoint
     and per EventHeader event (provider:event), with lost-event counts. A directory
-    stands for the perf.data files under it; without FILE: ./perf.data, as perf does.
+    stands for the perf.data files under it (a perf record --threads directory is one
+    recording); without FILE: ./perf.data, as perf does.
 
     \b
     Examples:

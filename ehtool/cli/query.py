@@ -26,12 +26,13 @@ from ehtool.cli import options
                    "side by side, a big file in parts split as 'ehtool decode -j N' splits "
                    "it; the rows and their order are those of -j 1.")
 def query(sql: str, inputs: tuple[str, ...], out_format: str | None, jobs: int | None) -> None:
-    """Run SQL over a view 'events' of the recordings FILE... (a directory: the perf.data
-    files under it, at any depth). One row per event, the columns of 'ehtool decode
-    --format parquet': file, time, session_time, cpu, pid, tid, comm, provider, event,
-    level, keyword, opcode, id, version, activity, related_activity, fields (JSON: use
-    DuckDB's ->> and json_extract), error (why a malformed EventHeader event is a plain
-    tracepoint, else null). Needs pip install 'ehtool[analysis]'.
+    """Run SQL over a view 'events' of the recordings FILE... (a directory: the
+    perf.data files under it, at any depth; a perf record --threads directory is one).
+    One row per event, the columns of 'ehtool decode --format parquet': file, time,
+    session_time, cpu, pid, tid, comm, provider, event, level, keyword, opcode, id,
+    version, activity, related_activity, fields (JSON: use DuckDB's ->> and
+    json_extract), error (why a malformed EventHeader event is a plain tracepoint, else
+    null). Needs pip install 'ehtool[analysis]'.
 
     Several statements (separated by ';') run in turn and each result is printed, as
     in DuckDB's own shell; each statement that reads 'events' decodes the files again
