@@ -20,6 +20,7 @@ Memory stays bounded: rows are kept per event until a row group is full
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -238,11 +239,47 @@ class ByEventWriter:
                 values = [storable(v) for v in values]
                 return pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            if all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-                   for v in values):  # (a Hex too)
-                return pa.array(values, type=pa.uint64())  # u64 values above int64's range
+            unsigned = _unsigned_type(pa, values)  # u64 values above int64's range
+            if unsigned is not None:
+                with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                    return pa.array(values, type=unsigned)
             return pa.array([None if v is None else json_value(v) for v in values],
                             type=pa.string())
+
+
+def _unsigned_type(pa: Any, values: list[Any]) -> Any:
+    """The type pyarrow infers for ``values`` with uint64 where integers past int64's
+    range are (u64 values, alone or in lists and structs); None when there are none, or
+    the values do not make one type."""
+    big: set[tuple] = set()
+
+    def zeroed(value: Any, where: tuple) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value > _INT64_MAX:
+                big.add(where)
+            return 0
+        if isinstance(value, list):
+            return [zeroed(v, (*where, None)) for v in value]
+        if isinstance(value, dict):
+            return {k: zeroed(v, (*where, k)) for k, v in value.items()}
+        return value
+
+    def unsigned(t: Any, where: tuple) -> Any:
+        if t == pa.int64() and where in big:
+            return pa.uint64()
+        if pa.types.is_list(t):
+            return pa.list_(unsigned(t.value_type, (*where, None)))
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(unsigned(f.type, (*where, f.name))) for f in t])
+        return t
+    try:
+        inferred = pa.array([zeroed(v, ()) for v in values]).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError):
+        return None
+    return unsigned(inferred, ()) if big else None
+
+
+_INT64_MAX = (1 << 63) - 1
 
 
 def _uniform(values: list[Any]) -> bool:

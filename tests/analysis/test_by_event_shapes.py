@@ -122,3 +122,31 @@ def test_hex_values_past_int64_are_uint64(tmp_path):
     table = pq.read_table(out / "MyProvider:P")
     assert str(table.schema.field("p").type) == "uint64"
     assert table.column("p").to_pylist() == [0xFFFF888812345678, 0x10]
+
+
+def test_u64_values_past_int64_in_arrays_and_structs_stay_uint64(tmp_path):
+    """u64 values past int64's range in an array, or a struct's member, make the column
+    list<uint64> / struct<...: uint64>, as a plain u64 field does (an array was JSON text)."""
+    big = 18_000_000_000_000_000_000
+    events = [{"provider": "MyProvider", "event": "A", "fields": [
+        ["a", "u64[]", [big, 1]], ["s", "struct", [["x", "u64", big], ["y", "i32", -1]]],
+        ["i", "i64[]", [-5]]]}] * 2
+    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
+                          input="".join(json.dumps(e) + "\n" for e in events).encode(),
+                          capture_output=True, cwd=REPO, check=True)
+    from tests.eventheader.helpers import recording
+
+    data = tmp_path / "u64.data"
+    recording(data, [bytes.fromhex(line.split()[1].decode())
+                     for line in done.stdout.splitlines()], 1)
+    out = tmp_path / "by"
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                           "--split-by-event", str(out), str(data)],
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out / "MyProvider:A")
+    types = {name: str(table.schema.field(name).type) for name in ("a", "s", "i")}
+    assert types == {"a": "list<element: uint64>", "s": "struct<x: uint64, y: int64>",
+                     "i": "list<element: int64>"}
+    assert table.column("a").to_pylist() == [[big, 1]] * 2
+    assert table.column("s").to_pylist() == [{"x": big, "y": -1}] * 2

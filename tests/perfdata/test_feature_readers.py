@@ -37,7 +37,7 @@ def _agree(g, bit: int, data: bytes) -> None:
 
 def test_feature_readers_agree_with_construct(golden_perf, tmp_path):
     paths = [EXAMPLE, EXAMPLE.parent / "eventheader.data", golden_perf,
-             *sorted(DATA.glob("*.data"))]
+             *sorted(DATA.glob("*.data")), *sorted((DATA / "threads").glob("*.data"))]
     be = tmp_path / "be.data"
     transcode_file(golden_perf, be)
     paths.append(be)
