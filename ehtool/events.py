@@ -413,9 +413,16 @@ class EventFile:
             perf.stop_at_split(targets[k])
 
     def __iter__(self) -> Iterator[Event]:
-        convert, fields, as_json = self.converter.convert, self.fields, self.fields_json
-        return self._iteration(lambda: (convert(sample, fields, as_json)
-                                        for sample in self.perf.samples(order=self.order)))
+        convert, fields, as_json, perf = (self.converter.convert, self.fields,
+                                          self.fields_json, self.perf)
+
+        def events() -> Iterator[Event]:
+            for sample in perf.samples(order=self.order):
+                if perf.closed:  # (the samples of a batch read before the close)
+                    raise ValueError(f"{self.path}: the EventFile was closed during its "
+                                     "iteration")
+                yield convert(sample, fields, as_json)
+        return self._iteration(events)
 
     def rows(self) -> Iterator[tuple]:
         """The events as rows (:func:`event_row`: what the columnar writers store), the

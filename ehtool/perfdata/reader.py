@@ -313,11 +313,18 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             for items, _flushes in batches:
                 if items:
                     yield from self._named(items)
+                    self._check_open()
         else:
             for items in rounds_by_time(batches):
                 yield from self._named(items)
+                self._check_open()
         self._check_compressed_end(self.position)
         self._raise_pending()
+
+    def _check_open(self) -> None:
+        """Between two batches: an iteration goes no further once the file is closed."""
+        if self.closed:
+            raise ValueError(f"{self.path}: the file was closed during its iteration")
 
     def _mmap_batches(self) -> Iterator[tuple[list, list[int]]]:
         mm = self._mm
@@ -360,6 +367,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         """The batches of the records of ``mm[pos:end]``, a window at a time; True when
         they reached ``end`` (else a fatal error or the split point stopped them)."""
         while pos < end:
+            self._check_open()
             limit = min(end, pos + _WINDOW)
             items: list = []
             flushes: list[int] = []
@@ -422,6 +430,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         base = self._data_start  # absolute offset of buf[0]
         eof = False
         while not eof:
+            self._check_open()
             chunk = read(_PIPE_READ)
             if not chunk:
                 eof = True

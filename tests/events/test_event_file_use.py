@@ -48,6 +48,22 @@ def test_a_closed_event_file_says_so(way):
         list(WAYS[way](f))
 
 
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("path", [REF, PIPE, str(DATA / "eh-612-z.data"),
+                                  str(DATA / "threads" / "sched-threads.data")])
+def test_an_iteration_goes_no_further_once_the_file_is_closed(path, way):
+    """An iterator used after close() failed in the mapped file's reader (ValueError:
+    mmap closed or invalid, a traceback from the walk) or, where its records were read
+    already (pipe mode, -z, a small file), went on to the end."""
+    f = ehtool.open(path)
+    it = WAYS[way](f)
+    next(it)
+    f.close()
+    with pytest.raises(ValueError, match=f"^{path}: the (EventFile|file) was closed during"):
+        for _ in it:
+            pass
+
+
 @pytest.mark.parametrize("kw", [{"order": "bogus"}, {"part": (5, 2)}])
 def test_bad_arguments_are_refused_before_the_file_is_opened(kw, recwarn):
     with pytest.raises(ValueError):
