@@ -10,7 +10,7 @@ from typing import Any
 
 from ehtool.analysis.arrow import record_batches, require, schema
 from ehtool.analysis.parallel import partitions
-from ehtool.errors import InputError
+from ehtool.errors import InputError, combined
 from ehtool.perfdata.finding import recordings_under
 
 #: a file-mode file with more data than this is read as several partitions, cut at
@@ -151,11 +151,10 @@ def _table(local: str, name: str, part: tuple[int, int] | None,
            columns: list[str] | None, errors: str) -> Any:
     """The rows of ``local`` as an Arrow table; its input errors name ``name``."""
     pa = require("pyarrow")
-    if errors == "warn":
-        def warn(exc: InputError) -> None:
-            _warn(_named(exc, local, name))
-
-        batches = record_batches([local], columns, part, on_error=warn, on_fatal=warn)
+    problems: list[InputError] = []
+    if errors == "warn":  # (one warning for them all, as decode reports them)
+        batches = record_batches([local], columns, part, on_error=problems.append,
+                                 on_fatal=problems.append)
     else:
         batches = record_batches([local], columns, part)
     try:
@@ -163,6 +162,9 @@ def _table(local: str, name: str, part: tuple[int, int] | None,
     except InputError as exc:
         _named(exc, local, name)
         raise
+    finally:
+        if problems:
+            _warn(_named(combined(problems), local, name))
 
 
 def _named(exc: InputError, local: str, name: str) -> InputError:

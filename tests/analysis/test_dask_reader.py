@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -194,9 +196,9 @@ def test_a_time_past_int64_is_an_input_error_naming_the_input(tmp_path):
             frame = read_perfdata([given], errors="warn")
             got = frame.compute()
         messages = [str(w.message) for w in warned if issubclass(w.category, InputWarning)]
-        assert len(messages) == 2  # time's and session_time's
-        assert all(m.startswith(f"ehtool: {given}: offset {sample.offset:#x}: ")
-                   for m in messages)
+        assert len(messages) == 1  # time's, and session_time's as one more
+        assert messages[0].startswith(f"ehtool: {given}: offset {sample.offset:#x}: ")
+        assert messages[0].endswith("(and 1 more problems)")
         assert got.dtypes.to_dict() == frame.dtypes.to_dict() == DTYPES
         assert len(got) == 3 and got["session_time"].isna().sum() == 1
         assert got["time"].isna().sum() == 1  # (the recording has clock data)
@@ -250,3 +252,20 @@ def test_a_directory_is_the_recordings_under_it(tmp_path):
                                                      "perf.data.2026112700")]
     with pytest.raises(FileNotFoundError, match="no recordings under"):
         read_perfdata(tmp_path / "empty")
+
+
+def test_warn_gives_one_warning_per_partition_as_decode_reports_them():
+    """A recording with 120 recoverable problems gave 120 warnings with errors="warn";
+    decode, query and errors="raise" report one line (the first and how many more)."""
+    from ehtool.analysis.dask_reader import InputWarning
+
+    path = Path(__file__).resolve().parents[1] / "data" / "fuzz" / "split-before-id-index.data"
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        frame = read_perfdata(str(path), errors="warn").compute()
+    messages = [str(w.message) for w in warned if issubclass(w.category, InputWarning)]
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                           str(path)], capture_output=True, text=True)
+    assert done.returncode == 1 and len(done.stdout.splitlines()) == len(frame) > 0
+    assert messages == [done.stderr.strip().replace("ehtool: error: ", "ehtool: ")]
+    assert messages[0].endswith("(and 119 more problems)")
