@@ -406,6 +406,9 @@ def _refuse_combinations(ctx: click.Context) -> None:
             if ctx.params[name] not in (param.get_default(ctx), accepted):
                 given = " / ".join(f"'{opt}'" for opt in param.opts + param.secondary_opts)
                 raise click.UsageError(f"{given} does not apply to {what}")
+    if p["strict_filter"] and p["expr"] is None:
+        raise click.UsageError("--strict-filter checks the names of --filter EXPR: add "
+                               "--filter")
 
 
 def _parquet(inputs: tuple[str, ...], output: str | None, split_dir: str | None, jobs: int,

@@ -35,6 +35,8 @@ EH = "examples/eventheader.data"
     (["decode", "--format", "text", "-j", "2", SCHED], "'-j' / '--jobs' does not apply"),
     (["decode", "--format", "parquet", "-o", "/dev/null", "--strict-filter", SCHED],
      "'--strict-filter' does not apply to --format parquet"),
+    (["decode", "--strict-filter", SCHED], "--strict-filter checks the names of --filter"),
+    (["decode", "--strict-filter", "--pid", "1", SCHED], "add --filter"),
     (["decode", "--meta", "+bogus", SCHED], "bogus"),
     (["decode", "--filter", "cpu == ", SCHED], "column"),
     (["decode", "--filter", "cpu = 3", SCHED], "column"),
