@@ -105,7 +105,8 @@ _META_HELP = (
               help="Only events for which EXPR holds, e.g. 'level <= 3 && Field2 > 40' or "
                    "'comm ~ \"nginx*\"' (operators == != < <= > >= ~ & && || ! and "
                    "parentheses; names are fields, then meta keys, every meta key incl. "
-                   "comm, meta.KEY for the meta key itself; see ehtool-decode(1)). A name "
+                   "comm, meta.KEY for the meta key itself, `any name` in backquotes; see "
+                   "ehtool-decode(1)). A name "
                    "that no event has is reported at the end.")
 @click.option("--formats-from-host", is_flag=True,
               help="For a file that lost its tracepoint formats (cut before its feature "

@@ -11,7 +11,9 @@ Operators: ``== != < <= > >=``, ``~`` (glob match), ``&`` (any bit set),
 ``&& || !`` and parentheses. Values are integers (decimal or 0x hex), floats,
 double-quoted strings, ``true``/``false``/``null``. An identifier names a field
 of the event (a name with a ``;tag=`` suffix matches its base name; struct
-members as ``outer.inner``), else a meta key (time, cpu, pid, tid, comm, id,
+members as ``outer.inner``; any other name between backquotes, e.g. `1/3` or
+`a b`, a backslash before a backquote or backslash in it: a top-level field of that name
+first), else a meta key (time, cpu, pid, tid, comm, id,
 version, level, keyword, opcode, tag, activity, relatedActivity), or ``n``,
 ``provider``, ``event``; ``meta.cpu`` names the meta key even where a field has
 that name. Every meta key is visible (``comm`` too) whatever ``--meta`` prints.
@@ -51,7 +53,8 @@ _TOKEN = re.compile(r"""
     (?P<num>-?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)) |
     (?P<str>"(?:[^"\\]|\\.)*") |
     (?P<op>&&|\|\||==|!=|<=|>=|[<>~&!()]) |
-    (?P<ident>[A-Za-z_][A-Za-z0-9_.]*(?:;tag=(?:0[xX])?[0-9a-fA-F]+)?)
+    (?P<ident>[A-Za-z_][A-Za-z0-9_.]*(?:;tag=(?:0[xX])?[0-9a-fA-F]+)?) |
+    (?P<quoted>`(?:[^`\\]|\\.)*`)
 """, re.VERBOSE)
 
 
@@ -354,10 +357,12 @@ class _Parser:
 
     def _comparison(self) -> Node:
         tok = self._peek()
-        if not tok or tok[0] != "ident":
+        if not tok or tok[0] not in ("ident", "quoted"):
             raise self._error("a field or meta name")
         self.i += 1
-        name = tok[1]
+        name = tok[1] if tok[0] == "ident" else re.sub(r"\\(.)", r"\1", tok[1][1:-1])
+        if not name:
+            raise FilterSyntaxError(self.text, tok[2], "an empty name")
         self.names.add(name)
         op = self._peek()
         if not op or op[1] not in ("==", "!=", "<", "<=", ">", ">=", "~", "&"):

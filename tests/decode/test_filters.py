@@ -627,3 +627,36 @@ def test_text_shows_pid_without_cpu_and_quotes_thread_names(tmp_path):
                            str(path)], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [
         '"tab\\tnl\\n" 5/5 0.000000002 cpu-clock:: raw=""']
+
+
+def test_names_between_backquotes(impl, tmp_path):
+    """EventHeader field names need not be identifiers (the reference recording has
+    ``1/3`` and ``-Inf``): between backquotes any name is a field's, a top-level one of
+    that name (dots and all) before a struct's member; a backslash escapes. They were a
+    syntax error, found by a new-user trial."""
+    from tests.eventheader.helpers import recording
+
+    events = [{"provider": "MyProvider", "event": "Odd", "fields": [
+        ["1/3", "u32", v], ["a b", "str", s], ["x.y", "u8", v], ["x", "struct", [["y", "u8", 9]]],
+        ["q`\\", "i32", -v]]} for v, s in ((1, "one"), (2, "two"), (3, "three"))]
+    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
+                          input="".join(json.dumps(e) + "\n" for e in events).encode(),
+                          capture_output=True, check=True)
+    data = tmp_path / "odd.data"
+    recording(data, [bytes.fromhex(line.split()[1].decode())
+                     for line in done.stdout.splitlines()], 1)
+
+    def kept(expr: str) -> list[int]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               "--strict-filter", "--filter", expr, str(data)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line)["1/3"] for line in done.stdout.splitlines()]
+    assert kept("`1/3` >= 2") == [2, 3]
+    assert kept('`a b` ~ "t*" && `1/3` != 3') == [2]
+    assert kept("`x.y` == 1 || x.y == 3") == [1, 3]  # (the top-level x.y either way)
+    assert kept(r"`q\`\\` < -1") == [2, 3]
+    with pytest.raises(FilterSyntaxError, match="an empty name"):
+        compile_filter("`` == 1")
+    with pytest.raises(FilterSyntaxError, match="unexpected '`'"):
+        compile_filter("`1/3 == 1")
