@@ -25,6 +25,17 @@ _META_HELP = (
 )
 
 
+def _u32_ids(ctx: click.Context, param: click.Parameter, values: tuple[int, ...]
+             ) -> tuple[int, ...]:
+    """--pid/--tid values as the samples hold them (u32: -1 is 4294967295); others
+    outside that range are a usage error (no sample could have them)."""
+    for v in values:
+        if not -1 <= v <= 0xFFFFFFFF:
+            raise click.BadParameter(f"{v} is not a {param.name[:-1]} (0 to 4294967295, "
+                                     "or -1)")
+    return tuple(v & 0xFFFFFFFF for v in values)
+
+
 @click.command()
 @click.argument("inputs", nargs=-1, metavar="[FILE]...", type=options.Path(allow_dash=True))
 @click.option("-o", "--output", metavar="FILE", type=options.Path(allow_dash=True),
@@ -92,9 +103,13 @@ _META_HELP = (
               callback=converted(lambda v: ranged_int(v, 0, (1 << 64) - 1)),
               help="Only EventHeader events whose keyword has a bit of MASK (hex 0x.. or "
                    "decimal).")
-@click.option("--pid", "pids", multiple=True, type=int, help="Only this process. Repeatable.")
-@click.option("--tid", "tids", multiple=True, type=int, help="Only this thread. Repeatable.")
-@click.option("--cpu", "cpus", multiple=True, type=int, help="Only this CPU. Repeatable.")
+@click.option("--pid", "pids", multiple=True, type=int, callback=_u32_ids,
+              help="Only this process (-1: a task that was exiting, as perf script shows "
+                   "it; 4294967295 in the output). Repeatable.")
+@click.option("--tid", "tids", multiple=True, type=int, callback=_u32_ids,
+              help="Only this thread (-1 as for --pid). Repeatable.")
+@click.option("--cpu", "cpus", multiple=True, type=click.IntRange(0, 0xFFFFFFFF),
+              help="Only this CPU. Repeatable.")
 @click.option("--comm", "comms", multiple=True, metavar="GLOB",
               help="Only threads whose name (from COMM records) matches. Repeatable.")
 @click.option("--since", metavar="WHEN",

@@ -660,3 +660,36 @@ def test_names_between_backquotes(impl, tmp_path):
         compile_filter("`` == 1")
     with pytest.raises(FilterSyntaxError, match="unexpected '`'"):
         compile_filter("`1/3 == 1")
+
+
+def test_pid_minus_one_is_the_exiting_tasks(tmp_path):
+    """perf script shows a task that was exiting as pid/tid -1; the samples hold
+    4294967295 (as perf-decode shows it). --pid -1 and --tid -1 kept nothing in silence;
+    a pid past u32 was accepted and kept nothing."""
+    from ehtool.perfdata import PerfDataFile
+    from ehtool.perfdata.writer import PerfDataWriter, copy_metadata
+
+    src = Path(__file__).resolve().parents[1] / "data" / "sched-612.data"
+    dst = tmp_path / "exiting.data"
+    with PerfDataFile.open(src) as f:
+        w = PerfDataWriter(dst, big_endian=f.big_endian)
+        copy_metadata(w, f)
+        descs = {d.name: i for i, d in enumerate(f.descs)}
+        for k, s in enumerate(f.samples(order="file")):
+            who = 0xFFFFFFFF if k % 3 == 0 else s.pid
+            w.add_sample(descs[s.desc.name], id=s.desc.id, time=s.time, pid=who, tid=who,
+                         cpu=s.cpu, raw=s.raw)
+        w.close()
+
+    def pids(*args: str) -> list[int]:
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *args, str(dst)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line)["meta"]["pid"] for line in done.stdout.splitlines()]
+    exiting = pids("--pid", "-1")
+    assert len(exiting) > 3 and set(exiting) == {0xFFFFFFFF}
+    assert pids("--tid", "-1") == pids("--pid", "4294967295") == exiting
+    for bad in ("--pid=-2", "--tid=4294967296", "--cpu=-1"):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", bad, str(dst)],
+                              capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
