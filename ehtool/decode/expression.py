@@ -87,8 +87,11 @@ class Filter:
 
 def compile_filter(text: str) -> Filter:
     """Compile an expression into a predicate over an event view (see ``event_view``)."""
-    parser = _Parser(text)
-    return Filter(parser.parse(), frozenset(parser.names))
+    try:
+        parser = _Parser(text)
+        return Filter(parser.parse(), frozenset(parser.names))
+    except RecursionError:  # (parentheses or ! hundreds deep: a chain of || is not)
+        raise FilterSyntaxError(text, 0, "the expression nests too deep") from None
 
 
 def predicate(node: Node) -> Predicate:
@@ -327,18 +330,18 @@ class _Parser:
         return FilterSyntaxError(self.text, column, f"expected {expected}")
 
     def _or(self) -> Node:
-        left = self._and()
+        terms = [self._and()]
         while (tok := self._peek()) and tok[1] == "||":
             self.i += 1
-            left = ("or", left, self._and())
-        return left
+            terms.append(self._and())
+        return _balanced("or", terms)
 
     def _and(self) -> Node:
-        left = self._not()
+        terms = [self._not()]
         while (tok := self._peek()) and tok[1] == "&&":
             self.i += 1
-            left = ("and", left, self._not())
-        return left
+            terms.append(self._not())
+        return _balanced("and", terms)
 
     def _not(self) -> Node:
         tok = self._peek()
@@ -400,6 +403,15 @@ class _Parser:
             return keywords[text]
         raise FilterSyntaxError(self.text, tok[2], f"expected a value, not {text!r} "
                                 "(quote strings)")
+
+
+def _balanced(op: str, terms: list[Node]) -> Node:
+    """``a op b op c ...`` as a tree of ``log2(len(terms))`` levels, the terms in their
+    order (a chain of a thousand ``||`` made a tree, and a predicate, that deep)."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return (op, _balanced(op, terms[:half]), _balanced(op, terms[half:]))
 
 
 def _truthy(value: Any) -> bool:

@@ -693,3 +693,22 @@ def test_pid_minus_one_is_the_exiting_tasks(tmp_path):
         done = subprocess.run([sys.executable, "-m", "ehtool", "decode", bad, str(dst)],
                               capture_output=True, text=True)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_long_chain_of_alternatives_compiles_and_answers(impl):
+    """1,000 alternatives (a script's list of pids) made an internal RecursionError: the
+    chain is a balanced tree now; parentheses hundreds deep are a syntax error."""
+    chain = " || ".join(f"pid == {i}" for i in range(3000, 3000 + 1000))
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                           "--filter", f"({chain}) && cpu >= 0 || meta.pid == 18",
+                           str(Path(__file__).resolve().parents[2] / "examples" / "sched.data")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pids = {json.loads(line)["meta"]["pid"] for line in done.stdout.splitlines()}
+    assert pids == {18}
+    f = compile_filter(chain)
+    assert f({"pid": 3999}) and f({"pid": 3000}) and not f({"pid": 4000})
+    with pytest.raises(FilterSyntaxError, match="nests too deep"):
+        compile_filter("(" * 2000 + "pid == 1" + ")" * 2000)
+    with pytest.raises(FilterSyntaxError, match="nests too deep"):
+        compile_filter("!" * 5000 + "pid == 1")
