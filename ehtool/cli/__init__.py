@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
 
     global _running
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None and sys.stderr is not None and not isinstance(sys.stderr, _Stderr):
+        sys.stderr = _Stderr(sys.stderr)
     leave = _leave if argv is None else sys.exit  # (called in-process: the caller goes on)
     _running = True
     try:
@@ -172,6 +174,28 @@ def _internal(exc: Exception) -> NoReturn:
     _error(f"ehtool: internal error: {type(exc).__name__}: {exc} "
            "(set EHTOOL_DEBUG=1 for the traceback)")
     sys.exit(1)
+
+
+class _Stderr:
+    """Standard error that a reader who went away (a dead logger, ``2> >(cmd)`` that
+    exited) does not break: what is written then is lost, and the exit status stays
+    the command's (a BrokenPipeError from it passed for standard output's reader going
+    away, and a failed command exited 0)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(BrokenPipeError):
+            return self._stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _error(message: str) -> None:

@@ -40,3 +40,27 @@ def test_a_full_output_is_one_line_and_exit_1(args):
 def test_a_full_output_of_query_is_one_line_and_exit_1(args):
     pytest.importorskip("duckdb")
     test_a_full_output_is_one_line_and_exit_1(args)
+
+
+@pytest.mark.parametrize("args", [
+    ["decode", "/nonexistent.data"],
+    ["decode", "-j", "2", "/nonexistent.data", SCHED],
+    ["info", "/nonexistent.data"],
+    ["decode", "--format", "jsonl", SCHED],
+], ids=" ".join)
+def test_a_standard_error_nobody_reads_changes_no_exit_status(args):
+    """stderr a pipe whose reader is gone (a dead logger, ``2> >(cmd)`` that exited):
+    its BrokenPipeError passed for stdout's reader going away, and a failed command
+    exited 0."""
+    import os
+
+    want = subprocess.run([sys.executable, "-m", "ehtool", *args], capture_output=True)
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        got = subprocess.run([sys.executable, "-m", "ehtool", *args], stdout=subprocess.PIPE,
+                             stderr=w)
+    finally:
+        os.close(w)
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout)
+    assert want.returncode == (0 if args[-1] == SCHED and "-j" not in args else 1)
