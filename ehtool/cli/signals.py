@@ -44,7 +44,7 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
     """
     def handler(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGALRM:
-            if not _held:
+            if not _held or _output_done():
                 return
             signum = _held[0]
         if closing or _importing(frame):
@@ -90,8 +90,16 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         held, _held[:] = _held[:], []
     # (reached unless the block raised: its exception ends the command then, and a signal
     # noted meanwhile is not acted on)
-    if held:  # it came during an import, and every retry met another one: acted on here
-        _end(held[0])
+    if held and not _output_done():  # it came during an import, and every retry met
+        _end(held[0])                  # another one: acted on here
+
+
+def _output_done() -> bool:
+    """Whether the command has replaced its output file (``ehtool.decode.atomic`` then
+    blocks SIGINT, SIGTERM and SIGHUP for good): a signal held since then is dropped,
+    as the exit drops the blocked ones (128+N means the output was left as it was)."""
+    atomic = sys.modules.get("ehtool.decode.atomic")
+    return getattr(atomic, "replaced", False)  # (None or half imported: not yet)
 
 
 def _end(signum: int) -> None:

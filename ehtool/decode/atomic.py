@@ -8,7 +8,12 @@
 * anything else (a FIFO, a terminal or other device, ``/dev/stdout``, a process
   substitution ``>(cmd)``): written through directly, as a shell redirection would.
 * a directory that refuses a new file (read-only, no permission) while FILE itself
-  is writable: FILE is overwritten in place (not atomic; the only way to write it).
+  is writable: FILE is overwritten in place (not atomic; the only way to write it; a
+  signal leaves it with the events written so far).
+
+For ``ehtool decode``: once FILE (or DIR) is replaced, SIGINT, SIGTERM and SIGHUP stay
+blocked until the command exits, which drops them: exit status 128+N always means
+FILE was left as it was.
 """
 
 from __future__ import annotations
@@ -120,6 +125,7 @@ def _commit(f: BinaryIO, tmp: str, target: str, old: os.stat_result | None) -> N
             with contextlib.suppress(OSError):  # only root (or the group's member) may
                 os.fchown(f.fileno(), old.st_uid, old.st_gid)
     f.close()
+    _hold_signals()
     os.replace(tmp, target)
 
 
@@ -175,8 +181,22 @@ def atomic_directory(path: str) -> Iterator[str]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: the output has been replaced (the signals are held from then on)
+replaced = False
+
+
+def _hold_signals() -> None:
+    """From the replace on, SIGINT, SIGTERM and SIGHUP wait (and the command's exit drops
+    them, as ``ehtool.cli.signals`` drops one it held since): a signal then would say
+    128+N, FILE left as it was, with FILE replaced."""
+    global replaced
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    replaced = True
+
+
 def _commit_directory(tmp: str, target: str) -> None:
     os.chmod(tmp, 0o777 & ~_umask())
+    _hold_signals()
     try:
         os.replace(tmp, target)  # over an empty directory too
     except OSError as exc:
