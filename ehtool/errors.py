@@ -35,6 +35,15 @@ class EhtoolError(Exception):
             self.exit_code = exit_code
 
 
+def one_line(name: str) -> str:
+    """A file name as an error shows it: its control characters (a line break) as
+    escapes (``\\n``, ``\\x1b``), so that the error stays one line."""
+    if not any(c < " " or c == "\x7f" for c in name):
+        return name
+    return "".join(c.encode("unicode_escape").decode() if c < " " or c == "\x7f" else c
+                   for c in name)
+
+
 class InputError(EhtoolError):
     """Bad input: names the file and, when known, the byte offset."""
 
@@ -43,7 +52,7 @@ class InputError(EhtoolError):
     def __init__(self, message: str, path: str | None = None, offset: int | None = None) -> None:
         where = []
         if path is not None:
-            where.append(str(path))
+            where.append(one_line(str(path)))
         if offset is not None:
             where.append(f"offset {offset:#x}")
         super().__init__(f"{': '.join(where)}: {message}" if where else message)
@@ -128,7 +137,7 @@ def output_error(exc: OSError, path: object = None) -> OutputError:
     """``[PATH: ]cannot write output: WHY`` for an OSError on the output (ENOSPC, EFBIG,
     EIO, a directory given as ``-o``...)."""
     why = exc.strerror or " ".join(str(exc).split())  # (pyarrow's errors have no strerror)
-    return OutputError(f"{path}: cannot write output: {why}" if path is not None
+    return OutputError(f"{one_line(str(path))}: cannot write output: {why}" if path is not None
                        else f"cannot write output: {why}")
 
 

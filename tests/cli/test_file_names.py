@@ -43,3 +43,21 @@ def test_a_file_name_that_is_not_utf8_is_shown_alike_everywhere(tmp_path):
         assert set(pq.read_table(part).column("file").to_pylist()) == {shown}
     got = ehtool("query", "--format", "jsonl", "select distinct file from events", name)
     assert [json.loads(line)["file"] for line in got.splitlines()] == [shown]
+
+
+def test_a_line_break_in_a_file_name_keeps_the_error_one_line(tmp_path):
+    """The JSON key escapes the name (``"bad\\nname.data"``); the error printed it raw,
+    on two lines (found by an outside robustness run)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad\nname.data"
+    bad.write_bytes(b"x")
+    missing = tmp_path / "no\x1bsuch.data"
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", str(bad), str(missing)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"ehtool: error: {tmp_path}/bad\\nname.data: offset 0x0: ")
+    assert lines[1].startswith(f"ehtool: error: {tmp_path}/no\\x1bsuch.data: cannot open")
