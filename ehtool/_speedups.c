@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 
 /* -- byte order helpers ------------------------------------------------------------ */
 
@@ -3897,7 +3899,89 @@ indent_json_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     return r;
 }
 
+/* -- a mapped input cut short: SIGBUS ------------------------------------------------ */
+
+/* A file mapped for reading that something truncates meanwhile faults (SIGBUS) at the
+ * first page past its new end; no Python code can run there. The handler writes the
+ * message the command set (naming the file), removes the output's temporary file (in
+ * the process that made it) and exits 1. */
+static char sigbus_message[2048];
+static size_t sigbus_message_len;
+static char sigbus_unlink_path[4096];
+static int sigbus_unlink_set;
+static pid_t sigbus_unlink_pid;
+
+static void
+on_sigbus(int sig)
+{
+    (void)sig;
+    if (sigbus_message_len) {
+        ssize_t ignored = write(2, sigbus_message, sigbus_message_len);
+        (void)ignored;
+    }
+    if (sigbus_unlink_set && getpid() == sigbus_unlink_pid)
+        unlink(sigbus_unlink_path);
+    _exit(1);
+}
+
+static int
+copy_bytes(PyObject *arg, char *to, size_t cap, size_t *len)
+{
+    char *data;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(arg, &data, &n) < 0)
+        return -1;
+    if ((size_t)n >= cap || memchr(data, 0, (size_t)n) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "too long, or holds a NUL byte");
+        return -1;
+    }
+    memcpy(to, data, (size_t)n);
+    to[n] = 0;
+    *len = (size_t)n;
+    return 0;
+}
+
+static PyObject *
+sigbus_guard_py(PyObject *self, PyObject *message)
+{
+    static int installed;
+    size_t len;
+    sigbus_message_len = 0;  /* (a SIGBUS while it changes: no message, still exit 1) */
+    if (copy_bytes(message, sigbus_message, sizeof sigbus_message, &len) < 0)
+        return NULL;
+    sigbus_message_len = len;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigbus;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, NULL) < 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        installed = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sigbus_cleanup_py(PyObject *self, PyObject *path)
+{
+    size_t len;
+    sigbus_unlink_set = 0;
+    if (path == Py_None)
+        Py_RETURN_NONE;
+    if (copy_bytes(path, sigbus_unlink_path, sizeof sigbus_unlink_path, &len) < 0)
+        return NULL;
+    sigbus_unlink_pid = getpid();
+    sigbus_unlink_set = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"sigbus_guard", (PyCFunction)sigbus_guard_py, METH_O,
+     "sigbus_guard(message: bytes): from now on a SIGBUS (a mapped input cut short) "
+     "writes message to stderr, removes the sigbus_cleanup path and exits 1"},
+    {"sigbus_cleanup", (PyCFunction)sigbus_cleanup_py, METH_O,
+     "sigbus_cleanup(path: bytes | None): the file a SIGBUS removes (in this process)"},
     {"fast_hit", (PyCFunction)(void (*)(void))fast_hit_py, METH_FASTCALL,
      "fast_hit(fast_cache, tracepoint, raw, offset) -> the EventHeaderDecoder.fast_cache "
      "entry of an event without activity ids (what the formatter loop formats), or None"},

@@ -19,6 +19,7 @@ def expand(inputs: Iterable[str]) -> tuple[str, ...]:
     to directories are not followed). A directory without any is a warning, and an
     input error (exit 1) when no input is left; so is a directory under it that cannot
     be read (its recordings would be left out in silence)."""
+    guard_mapped_inputs()
     out: list[str] = []
     empty: list[str] = []
     for path in inputs:
@@ -35,6 +36,26 @@ def expand(inputs: Iterable[str]) -> tuple[str, ...]:
         click.echo(f"ehtool: warning: {path}: no perf.data file under this directory",
                    err=True)
     return tuple(out)
+
+
+def guard_mapped_inputs() -> None:
+    """A file cut short while ehtool reads it (mapped: ``truncate``, a new recording
+    copied over it) ends the command with an error naming it, exit 1, and no temporary
+    output file, instead of a bare SIGBUS (with the C module; without it, the signal's
+    default)."""
+    from ehtool.errors import one_line
+    from ehtool.perfdata import reader
+    from ehtool.speedups import load
+
+    native = load()
+    if native is None or reader.mapped_hook is not None:
+        return
+
+    def mapped(path: str) -> None:
+        native.sigbus_guard(
+            f"ehtool: error: {one_line(path)}: the file was cut short while it was read "
+            "(did something truncate or replace it?)\n".encode("utf-8", "surrogateescape"))
+    reader.mapped_hook = mapped
 
 
 def _unreadable(exc: OSError) -> None:

@@ -79,6 +79,7 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
             return
         raise EhtoolError(f"{path}: cannot create output file: {exc.strerror}") from None
     f = os.fdopen(fd, "wb", buffering=_BUFFER)
+    _removed_on_sigbus(tmp)
     done = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -107,8 +108,20 @@ def _open_direct(path: str, mode: str) -> Iterator[BinaryIO]:
         yield f
 
 
+def _removed_on_sigbus(tmp: str | None) -> None:
+    """The temporary file a SIGBUS removes (an input cut short while mapped:
+    ``ehtool.cli.inputs.guard_mapped_inputs``); None: none."""
+    from ehtool.speedups import load
+
+    native = load()
+    if native is not None:
+        with contextlib.suppress(ValueError):  # (a path too long for it: left behind)
+            native.sigbus_cleanup(None if tmp is None else os.fsencode(tmp))
+
+
 def _discard(f: BinaryIO, tmp: str) -> None:
     """Close and remove the temporary file (already gone when the rename happened)."""
+    _removed_on_sigbus(None)
     with contextlib.suppress(OSError):
         f.close()
     with contextlib.suppress(FileNotFoundError):
@@ -126,6 +139,7 @@ def _commit(f: BinaryIO, tmp: str, target: str, old: os.stat_result | None) -> N
                 os.fchown(f.fileno(), old.st_uid, old.st_gid)
     f.close()
     _hold_signals()
+    _removed_on_sigbus(None)
     os.replace(tmp, target)
 
 

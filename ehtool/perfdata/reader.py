@@ -46,6 +46,10 @@ _PIPE_READ = 1 << 20
 
 __all__ = ["PerfDataFile", "PerfInfo"]
 
+#: called with a file's name when it is mapped (the command line sets it: a SIGBUS,
+#: the file cut short while mapped, then ends the command with an error naming it)
+mapped_hook: Callable[[str], None] | None = None
+
 
 class PerfDataFile(Metadata, RecordWalk, Split):
     """One perf.data input. Use :meth:`open` (path or ``-``) or :meth:`open_stream`.
@@ -237,6 +241,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:  # ENOMEM (ulimit -v), ENODEV (a file system without mmap)
             raise InputError(f"cannot map: {exc.strerror or exc}", self.path) from None
+        if mapped_hook is not None:
+            mapped_hook(self.path)
         if hasattr(self._mm, "madvise"):
             with contextlib.suppress(OSError, AttributeError):
                 self._mm.madvise(mmap.MADV_SEQUENTIAL)
@@ -359,6 +365,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         except OSError as exc:
             self._fatal = _cannot_open(exc, path)
             return
+        if mapped_hook is not None:
+            mapped_hook(path)
         with contextlib.closing(mm):
             yield from self._mapped_batches(mm, 0, size)
 

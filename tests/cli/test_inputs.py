@@ -78,3 +78,37 @@ def test_a_directory_that_cannot_be_read_is_an_input_error(traces, monkeypatch):
     monkeypatch.setattr(os, "walk", denied)
     with pytest.raises(InputError, match="host-c: cannot read this directory: Permission"):
         expand([str(traces)])
+
+
+def test_an_input_cut_short_while_mapped_is_an_error_not_a_bus_error(tmp_path):
+    """A file truncated while ehtool reads it (mapped) killed it with SIGBUS: exit 135,
+    no word, -o's temporary file left behind (found by an outside robustness run). With
+    the C module: one line naming the file, exit 1, FILE as it was, no temporary file."""
+    import subprocess
+    import sys
+
+    from impl import require_speedups
+
+    require_speedups()
+    src = tmp_path / "in.data"
+    shutil.copy(REPO / "tests" / "data" / "sched-612.data", src)
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+    script = (
+        "import os, sys\n"
+        "from ehtool.cli.inputs import guard_mapped_inputs\n"
+        "from ehtool.decode.atomic import atomic_output\n"
+        "from ehtool.perfdata import PerfDataFile\n"
+        "guard_mapped_inputs()\n"
+        "f = PerfDataFile.open(sys.argv[1])\n"
+        "os.truncate(sys.argv[1], 4096)\n"
+        "with atomic_output(sys.argv[2]) as out:\n"
+        "    out.write(b'new')\n"
+        "    print(sum(1 for _ in f.records()))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(src), str(target)],
+                          capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 1, done
+    assert done.stderr == (f"ehtool: error: {src}: the file was cut short while it was "
+                           "read (did something truncate or replace it?)\n")
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.data", "out.json"]
