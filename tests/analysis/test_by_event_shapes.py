@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,15 +27,25 @@ EVENTS = [
 ]
 
 
-def _recording(path: Path, rounds: int) -> None:
-    """EVENTS, ``rounds`` times over, as samples of MyProvider_L5K1."""
+def _recording(path: Path, rounds: int, events: list[dict] = EVENTS) -> None:
+    """``events`` (ehtool write --batch lines), ``rounds`` times over, as samples of
+    MyProvider_L5K1."""
     from tests.eventheader.helpers import recording
 
     done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
-                          input="".join(json.dumps(e) + "\n" for e in EVENTS).encode(),
+                          input="".join(json.dumps(e) + "\n" for e in events).encode(),
                           capture_output=True, cwd=REPO, check=True)
     payloads = [bytes.fromhex(line.split()[1].decode()) for line in done.stdout.splitlines()]
     recording(path, payloads, rounds)
+
+
+def _split_table(data: Path, out: Path, name: str) -> Any:
+    """The table ``--split-by-event out`` writes for event ``name`` of ``data``."""
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
+                           "--split-by-event", str(out), str(data)],
+                          capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    return pq.read_table(out / name)
 
 
 @pytest.mark.parametrize("rounds", [3, 20000])  # (20,000: more than a row group)
@@ -114,12 +125,7 @@ def test_hex_values_past_int64_are_uint64(tmp_path):
     ptr = fd(b"p", E.VALUE64, F.HEX_INT)
     recording(data, [event([ptr], struct.pack("<Q", v), name=b"P")
                      for v in (0xFFFF888812345678, 0x10)])
-    out = tmp_path / "by"
-    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
-                           "--split-by-event", str(out), str(data)],
-                          capture_output=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    table = pq.read_table(out / "MyProvider:P")
+    table = _split_table(data, tmp_path / "by", "MyProvider:P")
     assert str(table.schema.field("p").type) == "uint64"
     assert table.column("p").to_pylist() == [0xFFFF888812345678, 0x10]
 
@@ -131,20 +137,9 @@ def test_u64_values_past_int64_in_arrays_and_structs_stay_uint64(tmp_path):
     events = [{"provider": "MyProvider", "event": "A", "fields": [
         ["a", "u64[]", [big, 1]], ["s", "struct", [["x", "u64", big], ["y", "i32", -1]]],
         ["i", "i64[]", [-5]]]}] * 2
-    done = subprocess.run([sys.executable, "-m", "ehtool", "write", "--dry-run", "--batch"],
-                          input="".join(json.dumps(e) + "\n" for e in events).encode(),
-                          capture_output=True, cwd=REPO, check=True)
-    from tests.eventheader.helpers import recording
-
     data = tmp_path / "u64.data"
-    recording(data, [bytes.fromhex(line.split()[1].decode())
-                     for line in done.stdout.splitlines()], 1)
-    out = tmp_path / "by"
-    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "parquet",
-                           "--split-by-event", str(out), str(data)],
-                          capture_output=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    table = pq.read_table(out / "MyProvider:A")
+    _recording(data, 1, events)
+    table = _split_table(data, tmp_path / "by", "MyProvider:A")
     types = {name: str(table.schema.field(name).type) for name in ("a", "s", "i")}
     assert types == {"a": "list<element: uint64>", "s": "struct<x: uint64, y: int64>",
                      "i": "list<element: int64>"}
