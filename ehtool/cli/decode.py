@@ -129,7 +129,7 @@ def _u32_ids(ctx: click.Context, param: click.Parameter, values: tuple[int, ...]
                    "on the machine and boot that recorded it).")
 @click.option("--strict-filter", is_flag=True,
               help="A --filter name that no event of the input has is an error (exit 2).")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+@click.option("-j", "--jobs", type=click.IntRange(1, options.MAX_JOBS), metavar="N",
               help="Decode with N processes (default: the CPUs available to ehtool): a big "
                    "file is split at FINISHED_ROUND points, several files are decoded side "
                    "by side; the output is the same bytes as with -j 1. (--split-by-event "

@@ -8,6 +8,9 @@ from typing import Any, TypeVar
 import click
 
 F = TypeVar("F", bound=Callable)
+#: -j's largest N (each is a process; many more than the CPUs only cost: -j 10000
+#: forked 122 processes for 1,520 small files, 20 times -j 1's time on 2 CPUs)
+MAX_JOBS = 1024
 
 
 def converted(convert: Callable[[str], object]) -> Callable:

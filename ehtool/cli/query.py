@@ -21,7 +21,7 @@ from ehtool.cli import options
                 type=options.Path(allow_dash=True))
 @click.option("--format", "out_format", type=click.Choice(["table", "csv", "jsonl"]),
               default=None, help="table on a terminal, csv on a pipe (the default), or jsonl.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+@click.option("-j", "--jobs", type=click.IntRange(1, options.MAX_JOBS), metavar="N",
               help="Decode with N processes (default: the CPUs available to ehtool): files "
                    "side by side, a big file in parts split as 'ehtool decode -j N' splits "
                    "it; the rows and their order are those of -j 1.")

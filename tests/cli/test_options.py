@@ -36,6 +36,8 @@ EH = "examples/eventheader.data"
     (["decode", "--format", "parquet", "-o", "/dev/null", "--strict-filter", SCHED],
      "'--strict-filter' does not apply to --format parquet"),
     (["decode", "--strict-filter", SCHED], "--strict-filter checks the names of --filter"),
+    (["decode", "-j", "5000", SCHED], "5000 is not in the range 1<=x<=1024"),
+    (["query", "-j", "99999999999999999999", "select 1", SCHED], "1<=x<=1024"),
     (["decode", "--strict-filter", "--pid", "1", SCHED], "add --filter"),
     (["decode", "--meta", "+bogus", SCHED], "bogus"),
     (["decode", "--filter", "cpu == ", SCHED], "column"),
