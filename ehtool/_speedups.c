@@ -3906,20 +3906,20 @@ indent_json_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
  * message the command set (naming the file), removes the output's temporary file (in
  * the process that made it) and exits 1. */
 static char sigbus_message[2048];
-static size_t sigbus_message_len;
+static volatile sig_atomic_t sigbus_message_len;
 static char sigbus_unlink_path[4096];
-static int sigbus_unlink_set;
-static pid_t sigbus_unlink_pid;
+static volatile sig_atomic_t sigbus_unlink_set;
+static volatile sig_atomic_t sigbus_unlink_pid;
 
 static void
 on_sigbus(int sig)
 {
     (void)sig;
     if (sigbus_message_len) {
-        ssize_t ignored = write(2, sigbus_message, sigbus_message_len);
+        ssize_t ignored = write(2, sigbus_message, (size_t)sigbus_message_len);
         (void)ignored;
     }
-    if (sigbus_unlink_set && getpid() == sigbus_unlink_pid)
+    if (sigbus_unlink_set && (sig_atomic_t)getpid() == sigbus_unlink_pid)
         unlink(sigbus_unlink_path);
     _exit(1);
 }
@@ -3949,7 +3949,7 @@ sigbus_guard_py(PyObject *self, PyObject *message)
     sigbus_message_len = 0;  /* (a SIGBUS while it changes: no message, still exit 1) */
     if (copy_bytes(message, sigbus_message, sizeof sigbus_message, &len) < 0)
         return NULL;
-    sigbus_message_len = len;
+    sigbus_message_len = (sig_atomic_t)len;
     if (!installed) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -3971,7 +3971,7 @@ sigbus_cleanup_py(PyObject *self, PyObject *path)
         Py_RETURN_NONE;
     if (copy_bytes(path, sigbus_unlink_path, sizeof sigbus_unlink_path, &len) < 0)
         return NULL;
-    sigbus_unlink_pid = getpid();
+    sigbus_unlink_pid = (sig_atomic_t)getpid();
     sigbus_unlink_set = 1;
     Py_RETURN_NONE;
 }

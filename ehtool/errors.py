@@ -77,6 +77,11 @@ class InputError(EhtoolError):
         return cls.located(*record)
 
 
+class PartialOutput(EhtoolError):
+    """A worker process ended without its part (it died, or failed inside): the output
+    lacks it, so ``-o FILE`` is left as it was (not committed as after an input error)."""
+
+
 class OutputError(EhtoolError):
     """The output cannot be written (no space, file too large): ``-o FILE`` is left as
     it was, unlike after an input error, when the complete records are kept."""

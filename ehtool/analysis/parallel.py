@@ -31,6 +31,7 @@ from ehtool.errors import (
     EhtoolError,
     InputError,
     OutputError,
+    PartialOutput,
     UsageError,
     combined,
     input_name,
@@ -201,7 +202,7 @@ def _pooled(todo: list[_Part], columns: list[str] | None, jobs: int, crew: _Crew
             if report.signal:
                 raise worker_signal(report.signal)
             if report.internal:
-                raise EhtoolError(f"internal error in a decoding worker: {report.internal}")
+                raise PartialOutput(f"internal error in a decoding worker: {report.internal}")
             if report.error:
                 raise OutputError(report.error)
             out = pool.output(head)
@@ -425,7 +426,7 @@ class _Pool:
             status = m.worker.status or 0
             if os.WIFSIGNALED(status):
                 raise worker_signal(os.WTERMSIG(status)) from None
-            raise EhtoolError("a decoding worker ended between two parts "
+            raise PartialOutput("a decoding worker ended between two parts "
                               f"(wait status {status})") from None
         m.part = p
 

@@ -355,14 +355,17 @@ def _first_input_error(inputs: tuple[str, ...]) -> None:
 
 def _openable(path: str) -> bool:
     """Whether ``path`` can be read: a stream is not opened (a FIFO opened twice would
-    lose its writer), a regular file is."""
+    lose its writer), a regular file is, and a directory recording's ``data`` file."""
     import os
     import stat
 
+    from ehtool.perfdata.directory import HEADER_FILE, is_directory_recording
     from ehtool.perfdata.finding import read_once
 
     if read_once(path):
         return path == "-" or os.access(path, os.R_OK)
+    if is_directory_recording(path):
+        path = os.path.join(path, HEADER_FILE)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

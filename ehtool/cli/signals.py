@@ -43,8 +43,10 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
     come back afterwards.
     """
     def handler(signum: int, frame: FrameType | None) -> None:
+        if _output_done():  # (another thread, pyarrow's, may take it: it is dropped)
+            return
         if signum == signal.SIGALRM:
-            if not _held or _output_done():
+            if not _held:
                 return
             signum = _held[0]
         if closing or _importing(frame):
@@ -85,8 +87,10 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         closing.append(True)
         sys.unraisablehook = hook
         signal.setitimer(signal.ITIMER_REAL, 0)
+        done = _output_done()  # (then the signals stay dropped to the exit)
         for sig, previous in old.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            signal.signal(sig, signal.SIG_IGN if done and sig != signal.SIGALRM
+                          else previous if previous is not None else signal.SIG_DFL)
         held, _held[:] = _held[:], []
     # (reached unless the block raised: its exception ends the command then, and a signal
     # noted meanwhile is not acted on)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ehtool.errors import EhtoolError, OutputError, output_error
+from ehtool.errors import EhtoolError, OutputError, PartialOutput, output_error
 
 #: signals whose Python handlers may raise (SIGINT, and SIGTERM/SIGHUP in ehtool decode)
 _HELD = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
@@ -85,7 +85,7 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         try:
             yield f
-        except OutputError:
+        except (OutputError, PartialOutput):
             raise
         except EhtoolError:
             _commit(f, tmp, target, st)
@@ -182,7 +182,7 @@ def atomic_directory(path: str) -> Iterator[str]:
     try:
         try:
             yield tmp
-        except OutputError:
+        except (OutputError, PartialOutput):
             raise
         except EhtoolError:
             _commit_directory(tmp, target)

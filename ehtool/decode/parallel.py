@@ -41,6 +41,7 @@ from ehtool.errors import (
     EhtoolError,
     InputError,
     OutputError,
+    PartialOutput,
     output_error,
     part_file_error,
     worker_signal,
@@ -90,7 +91,10 @@ class WorkerReport:
             return reports
         if status is not None and os.WIFSIGNALED(status):  # (SIGKILL: the OOM killer)
             raise worker_signal(os.WTERMSIG(status))
-        raise EhtoolError(f"a decoding worker died (wait status {status})")
+        if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1:
+            raise PartialOutput("a decoding worker stopped before its part was done (its "
+                                "error is above)")  # (a SIGBUS: an input cut short)
+        raise PartialOutput(f"a decoding worker died (wait status {status})")
 
     def put(self, f: BinaryIO) -> None:
         workers.put_report(f, self)
@@ -138,7 +142,7 @@ def split_batches(f: PerfDataFile, fmt: SampleFormatter, options: DecodeOptions,
             if report.signal:
                 raise worker_signal(report.signal)
             if report.internal:
-                raise EhtoolError(report.internal)
+                raise PartialOutput(report.internal)
             if report.output_error:
                 raise OutputError(report.output_error)
             if not report.started:
@@ -322,7 +326,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                     workers.stop([proc.worker])
                     for report in proc.reports(proc.worker.status):
                         _check(report)
-                    raise EhtoolError("a decoding worker ended between two inputs "
+                    raise PartialOutput("a decoding worker ended between two inputs "
                                       f"(wait status {proc.worker.status})") from None
             else:
                 with workers.held_signals():  # (recorded before a signal is raised)
@@ -355,7 +359,7 @@ def concurrent_files(paths: list[str], options: DecodeOptions, writer: EventsWri
                 _check(report)
                 yield paths[k], report
             if len(reports) < len(head.inputs):  # (a report that ends the decode is last)
-                raise EhtoolError("a decoding worker reported on part of its inputs")
+                raise PartialOutput("a decoding worker reported on part of its inputs")
             if worker.running:
                 free.append(head.proc)
             writer.end_file()
@@ -389,7 +393,7 @@ def _check(report: WorkerReport) -> None:
     if report.signal:
         raise worker_signal(report.signal)
     if report.internal:
-        raise EhtoolError(report.internal)
+        raise PartialOutput(report.internal)
     if report.broken_pipe:
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
     if report.output_error:

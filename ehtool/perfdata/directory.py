@@ -23,9 +23,9 @@ def has_dir_format(path: str) -> bool:
     """True when ``path`` is a regular perf.data file whose header says it is the
     ``data`` file of a directory recording (False when it cannot be read)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block the open)
+            return False
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return False
             head = f.read(FILE_HEADER_SIZE)
     except OSError:
         return False

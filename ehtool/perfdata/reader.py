@@ -131,6 +131,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
     def open(cls, path: str | os.PathLike | BinaryIO, *,
              on_error: Callable[[InputError], None] | None = None) -> PerfDataFile:
         """Open a perf.data path; ``-`` or a binary stream reads pipe mode sequentially."""
+        header = None  # (the path opened, when it is one)
         if path == "-":
             if sys.stdin is None:  # (<&-)
                 raise InputError("cannot open: standard input is closed", STDIN_NAME)
@@ -155,8 +156,14 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         except BaseException:
             f.close()
             raise
-        if self.info.dir_format is not None and path != "-":
-            self.more_files = data_files(os.path.dirname(header) or ".")
+        if self.info.dir_format is not None:
+            if header is not None and os.path.basename(header) == HEADER_FILE:
+                self.more_files = data_files(os.path.dirname(header) or ".")
+            if not self.more_files:
+                self._defer(InputError(
+                    "the data file of a directory recording (perf record --threads) without "
+                    "its data.N files beside it: their events are missing (give the "
+                    "directory)", name))
         return self
 
     @staticmethod
@@ -357,6 +364,9 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         """The batches of a ``data.N`` file (records from its start to its end)."""
         self.position = 0
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block the open)
+                self._fatal = InputError("cannot open: not a regular file", path)
+                return
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 if not size:

@@ -131,8 +131,9 @@ def test_a_signal_raised_where_python_discards_it_ends_the_block_a_little_later(
 def test_a_signal_after_the_output_is_replaced_changes_nothing(tmp_path):
     """128+N says -o FILE was left as it was: a SIGTERM or SIGINT that came once FILE was
     replaced (tens of ms before the exit) ended the command 143/130 all the same (found
-    by an outside robustness run). From the replace on they wait, and the exit drops
-    them; one before it still ends the command and keeps FILE."""
+    by an outside robustness run), also when another thread (pyarrow's) took it. From
+    the replace on they are dropped; one before it still ends the command and keeps
+    FILE."""
     import subprocess
     import sys
 
@@ -140,14 +141,21 @@ def test_a_signal_after_the_output_is_replaced_changes_nothing(tmp_path):
         "import os, signal, sys\n"
         "from ehtool.cli.signals import exit_on_signals\n"
         "from ehtool.decode.atomic import atomic_output\n"
+        "import threading, time\n"
+        "other = threading.Thread(target=time.sleep, args=(1,), daemon=True)\n"
+        "other.start()  # (signals reach it: it blocks none)\n"
         "with exit_on_signals():\n"
         "    with atomic_output(sys.argv[1]) as f:\n"
         "        f.write(b'new')\n"
         "        if sys.argv[2] == 'before':\n"
         "            os.kill(os.getpid(), signal.SIGTERM)\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
-        "    print('finished')\n")
+        "    signal.pthread_kill(other.ident, signal.SIGTERM)\n"
+        "    signal.pthread_kill(other.ident, signal.SIGINT)\n"
+        "    time.sleep(0.05)\n"
+        "signal.pthread_kill(other.ident, signal.SIGHUP)\n"
+        "time.sleep(0.05)\n"
+        "print('finished')\n")
     for when, status, content in (("after", 0, b"new"), ("before", 143, b"old")):
         out = tmp_path / f"{when}.json"
         out.write_bytes(b"old")

@@ -654,3 +654,21 @@ def test_an_unreadable_input_is_bad_input(tmp_path, args):
     assert "Permission denied" in done.stderr and "Traceback" not in done.stderr
     if "{ok}" in args:  # the other input is decoded
         assert json.loads(done.stdout)[str(ok)]
+
+
+def test_a_worker_that_left_its_part_undone_never_commits_the_output(tmp_path):
+    """An input error after the complete records commits -o FILE (the document is
+    whole); a worker that died or failed inside (a SIGBUS in it, an internal error) left
+    its part out, and that partial document replaced FILE (found by an outside review)."""
+    from ehtool.decode.atomic import atomic_output
+    from ehtool.errors import InputError, PartialOutput
+
+    for error, kept in ((PartialOutput("a decoding worker died"), True),
+                        (InputError("cut short", "x.data"), False)):
+        target = tmp_path / "out.json"
+        target.write_bytes(b"old")
+        with pytest.raises(type(error)), atomic_output(str(target)) as f:
+            f.write(b"new")
+            raise error
+        assert target.read_bytes() == (b"old" if kept else b"new")
+        assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

@@ -130,3 +130,48 @@ def test_info_names_the_files():
                           capture_output=True, text=True, check=True)
     assert "perf record --threads: data, data.0, data.1" in done.stdout
     assert "compressed     zstd" in done.stdout
+
+
+def test_output_file_of_directory_recordings_alone(tmp_path: Path):
+    """-o FILE with only directory recordings as inputs wrote nothing, exit 0 (they were
+    not 'openable', so the output went nowhere: found by an outside review)."""
+    out = tmp_path / "out.json"
+    done = _decode("--format", "jsonl", "-o", out, *RECORDINGS)
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_bytes().splitlines()) == 26 + 85
+
+
+def test_fifos_where_the_files_are_do_not_block(tmp_path: Path):
+    """A FIFO named data (a directory searched) or data.N hung the command (opened to be
+    checked); now it is not a recording, or a data.N that cannot be read."""
+    import os
+
+    lone = tmp_path / "e" / "x"
+    lone.mkdir(parents=True)
+    os.mkfifo(lone / "data")
+    done = subprocess.run([sys.executable, "-m", "ehtool", "info", str(tmp_path / "e")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "no perf.data file under this directory" in done.stderr
+    fifo = tmp_path / "f.data"
+    shutil.copytree(RECORDINGS[0], fifo)
+    os.mkfifo(fifo / "data.2")
+    done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                           str(fifo)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and len(done.stdout.splitlines()) == 26
+    assert done.stderr == f"ehtool: error: {fifo / 'data.2'}: cannot open: not a regular file\n"
+
+
+def test_the_data_file_without_its_data_files_says_so(tmp_path: Path):
+    """The data file alone (copied elsewhere, from stdin, the Dask reader's local copy)
+    gave 0 events in silence, or read data.N files of another directory."""
+    lone = tmp_path / "copy.data"
+    shutil.copy(RECORDINGS[0] / "data", lone)
+    (tmp_path / "data.0").write_bytes((RECORDINGS[0] / "data.0").read_bytes())  # (not its)
+    for args, name in (((lone,), str(lone)), (("-",), "stdin")):
+        done = subprocess.run([sys.executable, "-m", "ehtool", "decode", "--format", "jsonl",
+                               *map(str, args)], capture_output=True, text=True,
+                              stdin=open(RECORDINGS[0] / "data", "rb"))  # noqa: SIM115
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr == (f"ehtool: error: {name}: the data file of a directory "
+                               "recording (perf record --threads) without its data.N files "
+                               "beside it: their events are missing (give the directory)\n")
