@@ -27,6 +27,9 @@ def importing(frame: Any) -> bool:
 
 #: True while :func:`main` runs the command (its handlers turn KeyboardInterrupt into 130)
 _running = False
+#: main() runs the command line of this process (it exits at the end), not a call of
+#: the tests or of another program
+console = False
 
 
 def interrupt(signum: int, frame: Any) -> None:
@@ -77,8 +80,11 @@ def main(argv: list[str] | None = None, *, fast: bool = True) -> None:
 
     global _running
     args = sys.argv[1:] if argv is None else list(argv)
-    if argv is None and sys.stderr is not None and not isinstance(sys.stderr, _Stderr):
-        sys.stderr = _Stderr(sys.stderr)
+    if argv is None:
+        global console
+        console = True
+        if sys.stderr is not None and not isinstance(sys.stderr, _Stderr):
+            sys.stderr = _Stderr(sys.stderr)
     leave = _leave if argv is None else sys.exit  # (called in-process: the caller goes on)
     _running = True
     try:

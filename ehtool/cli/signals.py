@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import Any
 
+from ehtool import cli
 from ehtool.cli import importing as _importing
 from ehtool.cli import release_stdout
 from ehtool.errors import SignalExit
@@ -71,6 +72,9 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
             return
         hook(info)
 
+    atomic = sys.modules.get("ehtool.decode.atomic")
+    if atomic is not None:  # (a command before, in this process, replaced its output)
+        atomic.replaced = False
     closing: list[bool] = []  # (all the handler reads is bound before it is installed)
     hook = sys.unraisablehook
     old = {sig: signal.getsignal(sig) for sig in (*signals, signal.SIGINT)
@@ -87,9 +91,11 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
         closing.append(True)
         sys.unraisablehook = hook
         signal.setitimer(signal.ITIMER_REAL, 0)
-        done = _output_done()  # (then the signals stay dropped to the exit)
+        # the output replaced, the command line ignores them to its exit (in-process
+        # calls get their handlers back: an ignored signal would pass to their children)
+        drop = _output_done() and cli.console
         for sig, previous in old.items():
-            signal.signal(sig, signal.SIG_IGN if done and sig != signal.SIGALRM
+            signal.signal(sig, signal.SIG_IGN if drop and sig != signal.SIGALRM
                           else previous if previous is not None else signal.SIG_DFL)
         held, _held[:] = _held[:], []
     # (reached unless the block raised: its exception ends the command then, and a signal
@@ -99,9 +105,9 @@ def exit_on_signals(signals: tuple[int, ...] = TERMINATING) -> Iterator[None]:
 
 
 def _output_done() -> bool:
-    """Whether the command has replaced its output file (``ehtool.decode.atomic`` then
-    blocks SIGINT, SIGTERM and SIGHUP for good): a signal held since then is dropped,
-    as the exit drops the blocked ones (128+N means the output was left as it was)."""
+    """Whether the command is replacing or has replaced its output file
+    (``ehtool.decode.atomic.replaced``): a signal then is dropped, also one held since
+    (128+N means the output was left as it was)."""
     atomic = sys.modules.get("ehtool.decode.atomic")
     return getattr(atomic, "replaced", False)  # (None or half imported: not yet)
 

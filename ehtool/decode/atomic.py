@@ -11,9 +11,8 @@
   is writable: FILE is overwritten in place (not atomic; the only way to write it; a
   signal leaves it with the events written so far).
 
-For ``ehtool decode``: once FILE (or DIR) is replaced, SIGINT, SIGTERM and SIGHUP stay
-blocked until the command exits, which drops them: exit status 128+N always means
-FILE was left as it was.
+For ``ehtool decode``: once FILE (or DIR) is replaced, ``ehtool.cli.signals`` drops
+SIGINT, SIGTERM and SIGHUP: exit status 128+N always means FILE was left as it was.
 """
 
 from __future__ import annotations
@@ -138,9 +137,8 @@ def _commit(f: BinaryIO, tmp: str, target: str, old: os.stat_result | None) -> N
             with contextlib.suppress(OSError):  # only root (or the group's member) may
                 os.fchown(f.fileno(), old.st_uid, old.st_gid)
     f.close()
-    _hold_signals()
     _removed_on_sigbus(None)
-    os.replace(tmp, target)
+    _replace(tmp, target)
 
 
 def _umask() -> int:
@@ -195,23 +193,25 @@ def atomic_directory(path: str) -> Iterator[str]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-#: the output has been replaced (the signals are held from then on)
+#: the output is being replaced or has been: ``ehtool.cli.signals`` drops a signal from
+#: then on (it would say 128+N, FILE left as it was, with FILE replaced); set before the
+#: rename, so that a handler that runs after it sees it
 replaced = False
 
 
-def _hold_signals() -> None:
-    """From the replace on, SIGINT, SIGTERM and SIGHUP wait (and the command's exit drops
-    them, as ``ehtool.cli.signals`` drops one it held since): a signal then would say
-    128+N, FILE left as it was, with FILE replaced."""
+def _replace(tmp: str, target: str) -> None:
     global replaced
-    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     replaced = True
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        replaced = False
+        raise
 
 
 def _commit_directory(tmp: str, target: str) -> None:
     os.chmod(tmp, 0o777 & ~_umask())
-    _hold_signals()
     try:
-        os.replace(tmp, target)  # over an empty directory too
+        _replace(tmp, target)  # over an empty directory too
     except OSError as exc:
         raise output_error(exc, target) from None
