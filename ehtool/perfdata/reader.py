@@ -385,7 +385,6 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         """The batches of the records of ``mm[pos:end]``, a window at a time; True when
         they reached ``end`` (else a fatal error or the split point stopped them)."""
         while pos < end:
-            self._check_open()
             limit = min(end, pos + _WINDOW)
             items: list = []
             flushes: list[int] = []
@@ -448,7 +447,6 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         base = self._data_start  # absolute offset of buf[0]
         eof = False
         while not eof:
-            self._check_open()
             chunk = read(_PIPE_READ)
             if not chunk:
                 eof = True
