@@ -359,15 +359,13 @@ def _openable(path: str) -> bool:
     import os
     import stat
 
-    from ehtool.perfdata.directory import HEADER_FILE, is_directory_recording
+    from ehtool.perfdata.directory import file_to_open
     from ehtool.perfdata.finding import read_once
 
     if read_once(path):
         return path == "-" or os.access(path, os.R_OK)
-    if is_directory_recording(path):
-        path = os.path.join(path, HEADER_FILE)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(file_to_open(path), os.O_RDONLY)
     except OSError:
         return False
     try:

@@ -42,6 +42,12 @@ def is_directory_recording(path: str) -> bool:
     return os.path.isdir(path) and has_dir_format(os.path.join(path, HEADER_FILE))
 
 
+def file_to_open(path: str) -> str:
+    """The file to open for the recording ``path``: its ``data`` file when it is a
+    directory recording, else ``path`` itself."""
+    return os.path.join(path, HEADER_FILE) if is_directory_recording(path) else path
+
+
 def data_files(directory: str) -> list[str]:
     """The ``data.N`` files of a directory recording, in the order of N."""
     try:

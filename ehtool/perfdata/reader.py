@@ -23,7 +23,7 @@ from ehtool.errors import STDIN_NAME, InputError, combined
 from ehtool.eventheader.dat import looks_like_capture
 from ehtool.perfdata.compression import Compression
 from ehtool.perfdata.counts import RecordCounts
-from ehtool.perfdata.directory import HEADER_FILE, data_files, is_directory_recording
+from ehtool.perfdata.directory import HEADER_FILE, data_files, file_to_open
 from ehtool.perfdata.grammar import (
     FILE_HEADER_SIZE,
     PIPE_HEADER_SIZE,
@@ -142,7 +142,7 @@ class PerfDataFile(Metadata, RecordWalk, Split):
             return cls.open_stream(path, getattr(path, "name", "stream"), on_error=on_error)
         else:
             name = os.fsdecode(path)
-            header = os.path.join(name, HEADER_FILE) if is_directory_recording(name) else name
+            header = file_to_open(name)
             try:
                 f = open(header, "rb")  # noqa: SIM115 - owned by the PerfDataFile
             except OSError as exc:
@@ -173,10 +173,8 @@ class PerfDataFile(Metadata, RecordWalk, Split):
         header, the attributes and features are not read. A stream (a FIFO) is not
         read."""
         name = os.fsdecode(path)
-        if is_directory_recording(name):
-            path = os.path.join(name, HEADER_FILE)
         try:
-            with open(path, "rb") as f:
+            with open(file_to_open(name), "rb") as f:
                 if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                     _check_magic(f.read(PIPE_HEADER_SIZE), name)
         except OSError as exc:
